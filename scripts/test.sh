@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every check and test of recall, as CI runs them: formatting, lints, then all tests.
+# Services and tools the tests need are installed or started by scripts/setup.sh first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+
+# --- recall-llm: the real `claude` installed by setup.sh (begin) ---
+if [ -z "${RECALL_CLAUDE_PATH:-}" ] && [ -x .tools/node_modules/.bin/claude ]; then
+  export RECALL_CLAUDE_PATH="$PWD/.tools/node_modules/.bin/claude"
+fi
+# --- recall-llm (end) ---
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked --no-fail-fast
