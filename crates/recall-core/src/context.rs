@@ -1,0 +1,270 @@
+//! The whole pipeline for one conversation held in memory: system prompt gathering, the
+//! current message, selection, rendering (FORMATS.md §3–§4). `recall render` is this function
+//! plus I/O.
+//!
+//! ```
+//! use recall_core::context::{build_context, ContextRequest};
+//! use recall_core::parse::{parse_conversation, ParseOptions};
+//! use recall_core::policy::Format;
+//! let conv = parse_conversation(
+//!     r#"[{"role":"user","content":"Hello"},{"role":"assistant","content":"Hi there"},
+//!         {"role":"user","content":"How are you?"}]"#,
+//!     &ParseOptions::default(),
+//! ).unwrap();
+//! let out = build_context(&conv, &ContextRequest::new(Format::Transcript)).unwrap();
+//! assert_eq!(
+//!     out.prompt.to_text(),
+//!     "Human: Hello\n\n---\n\nAssistant: Hi there\n\n---\n\nHuman: How are you?"
+//! );
+//! ```
+
+use crate::message::{Block, Content, Message, Role};
+use crate::parse::Conversation;
+use crate::policy::{Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
+use crate::render::{render, Prompt, RenderInput};
+use crate::select::{alternation_warnings, select, HistoryMessage, Stats};
+use crate::stable::{stable_window_start, WindowItem};
+
+/// What to build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextRequest {
+    pub format: Format,
+    /// Limits set by the caller over the format's defaults.
+    pub overrides: PolicyOverrides,
+    /// The current message (`xml`); for other formats it is appended as a user message.
+    pub current: Option<String>,
+    /// Turn-label escaping in text formats (on unless `--no-escape`).
+    pub escape: bool,
+}
+
+impl ContextRequest {
+    /// A request for `format` with its default limits, escaping on.
+    pub fn new(format: Format) -> Self {
+        ContextRequest {
+            format,
+            overrides: PolicyOverrides::default(),
+            current: None,
+            escape: true,
+        }
+    }
+}
+
+/// A built context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextOutput {
+    pub prompt: Prompt,
+    pub stats: Stats,
+    /// The policy that was applied (format defaults plus overrides).
+    pub policy: Policy,
+}
+
+/// Why a context could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContextError {
+    #[error("xml needs a current message: end the input with a user message or pass --current")]
+    NoCurrentMessage,
+    #[error("the current message is empty")]
+    EmptyCurrent,
+    #[error(transparent)]
+    Policy(#[from] InvalidPolicy),
+}
+
+/// The text of a system message (its string, or its text blocks joined with `"\n"`).
+pub fn system_text(m: &Message) -> String {
+    match &m.content {
+        Content::Text(s) => s.clone(),
+        Content::Blocks(b) => b
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// The system prompt's parts: the top-level system, then each system message in order.
+pub fn system_parts(conv: &Conversation) -> Vec<String> {
+    let mut parts: Vec<String> = conv.system.iter().cloned().collect();
+    parts.extend(
+        conv.messages
+            .iter()
+            .filter(|m| m.message.role == Role::System)
+            .map(|m| system_text(&m.message)),
+    );
+    parts.retain(|p| !p.trim().is_empty());
+    parts
+}
+
+/// The cost the stable window budgets against: tokens when a token budget is set, else
+/// characters; `None` when neither is.
+pub fn stable_budget(policy: &Policy) -> Option<(u64, bool)> {
+    match (policy.max_tokens, policy.max_chars) {
+        (Some(t), _) => Some((t, true)),
+        (None, Some(c)) => Some((c, false)),
+        (None, None) => None,
+    }
+}
+
+/// The stable-window item of a history message: its stored measure (before caps, so that a
+/// store can keep the window with the figures it already has) and whether it is a cut point.
+pub fn window_item(h: &HistoryMessage, tokens: bool) -> WindowItem {
+    WindowItem {
+        cost: if tokens {
+            h.measure.tokens
+        } else {
+            h.measure.chars
+        },
+        cut_point: h.message.is_cut_point(),
+    }
+}
+
+/// History gathered from wherever it lives (an input file, a store), ready for selection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gathered {
+    /// The system prompt's parts, in order.
+    pub system_parts: Vec<String>,
+    /// Non-system messages, oldest first.
+    pub history: Vec<HistoryMessage>,
+    /// Older messages that were not read because no limit could reach them (they count as
+    /// dropped).
+    pub older: usize,
+    /// The stable window's start as an index into `history` (0 for sliding windows).
+    pub window_start: usize,
+    /// Invalid entries already skipped, and the warnings gathered so far.
+    pub skipped: usize,
+    pub warnings: Vec<String>,
+}
+
+/// The stable window start over `history` under `policy` (0 unless the policy trims `stable`
+/// with a token or character budget).
+pub fn stable_start_of(history: &[HistoryMessage], policy: &Policy) -> usize {
+    match (policy.trim, stable_budget(policy)) {
+        (TrimMode::Stable, Some((budget, tokens))) => {
+            let w: Vec<WindowItem> = history.iter().map(|h| window_item(h, tokens)).collect();
+            stable_window_start(&w, budget, policy.low_water)
+        }
+        _ => 0,
+    }
+}
+
+/// Selects and renders gathered history: the current message (`xml` takes the final user
+/// message when none is given; other formats append it), selection, stats, rendering.
+pub fn assemble(
+    mut g: Gathered,
+    req: &ContextRequest,
+    policy: Policy,
+) -> Result<ContextOutput, ContextError> {
+    let counter = policy.tokenizer;
+    let mut current: Option<String> = None;
+    if let Some(c) = &req.current {
+        if c.trim().is_empty() {
+            return Err(ContextError::EmptyCurrent);
+        }
+        if req.format == Format::Xml {
+            current = Some(c.clone());
+        } else {
+            let index = g.history.last().map_or(0, |m| m.index + 1);
+            g.history.push(HistoryMessage::new(
+                index,
+                Message::text(Role::User, c.clone()),
+                &counter,
+            ));
+        }
+    } else if req.format == Format::Xml {
+        match g.history.last() {
+            Some(last) if last.message.is_cut_point() => {
+                current = Some(user_text(&last.message));
+                g.history.pop();
+            }
+            _ => return Err(ContextError::NoCurrentMessage),
+        }
+    }
+
+    let selection = select(&g.history, &policy, &counter, g.window_start);
+    let mut stats = selection.stats;
+    stats.skipped += g.skipped;
+    stats.dropped += g.older;
+    stats.trimmed = stats.dropped > 0;
+    stats.notice = stats
+        .trimmed
+        .then(|| crate::select::TRIM_NOTICE.to_string());
+    g.warnings.append(&mut stats.warnings);
+    stats.warnings = g.warnings;
+
+    let input = RenderInput {
+        system_parts: &g.system_parts,
+        kept: &selection.kept,
+        current: current.as_deref(),
+        escape: req.escape,
+    };
+    Ok(ContextOutput {
+        prompt: render(req.format, &input),
+        stats,
+        policy,
+    })
+}
+
+/// Builds the context of a parsed conversation.
+pub fn build_context(
+    conv: &Conversation,
+    req: &ContextRequest,
+) -> Result<ContextOutput, ContextError> {
+    let policy = req.overrides.apply(req.format.default_policy())?;
+    let counter = policy.tokenizer;
+    let history: Vec<HistoryMessage> = conv
+        .messages
+        .iter()
+        .filter(|m| m.message.role != Role::System)
+        .map(|m| HistoryMessage::new(m.index, m.message.clone(), &counter))
+        .collect();
+    let mut warnings = conv.warnings.clone();
+    warnings.extend(alternation_warnings(&conv.messages));
+    // The stable window covers the history `assemble` selects from: without the final user
+    // message `xml` takes as the current one (§4.3: limits apply to the history only), with
+    // the `--current` message other formats append (§3.3).
+    let window_start = match (policy.trim, stable_budget(&policy)) {
+        (TrimMode::Stable, Some((budget, tokens))) => {
+            let mut w: Vec<WindowItem> = history.iter().map(|h| window_item(h, tokens)).collect();
+            match &req.current {
+                None if req.format == Format::Xml => {
+                    w.pop();
+                }
+                Some(c) if req.format != Format::Xml => {
+                    let m = Message::text(Role::User, c.clone());
+                    w.push(window_item(&HistoryMessage::new(0, m, &counter), tokens));
+                }
+                _ => {}
+            }
+            stable_window_start(&w, budget, policy.low_water)
+        }
+        _ => 0,
+    };
+    let gathered = Gathered {
+        system_parts: system_parts(conv),
+        window_start,
+        history,
+        older: 0,
+        skipped: conv.skipped,
+        warnings,
+    };
+    assemble(gathered, req, policy)
+}
+
+/// A user message's own text: its string, or its text blocks joined with `"\n"`.
+fn user_text(m: &Message) -> String {
+    match &m.content {
+        Content::Text(s) => s.clone(),
+        Content::Blocks(b) => b
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.clone()),
+                Block::Document { label, .. } => Some(format!("[referenced: {label}]")),
+                Block::Image { .. } => Some("[image]".to_string()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}

@@ -1,0 +1,63 @@
+//! Renderers: the kept history in the exact shape each backend takes (FORMATS.md §4).
+
+pub mod escape;
+mod native;
+mod text;
+
+use serde_json::Value;
+
+use crate::policy::Format;
+use crate::select::Kept;
+
+pub use native::{render_anthropic, render_openai};
+pub use text::{render_bracket, render_task, render_transcript, render_xml, TASK_HEADER};
+
+/// What a renderer needs.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderInput<'a> {
+    /// The system prompt's parts: the top-level `system`, then each system message.
+    pub system_parts: &'a [String],
+    /// The kept history, oldest first.
+    pub kept: &'a [Kept],
+    /// The current message (`xml` only).
+    pub current: Option<&'a str>,
+    /// Apply turn-label escaping (FORMATS.md §5) in text formats.
+    pub escape: bool,
+}
+
+impl RenderInput<'_> {
+    /// The system prompt: its parts joined with `"\n"`, or `None` when there are none.
+    pub fn system(&self) -> Option<String> {
+        (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"))
+    }
+}
+
+/// A rendered prompt: one string for text formats, a request body for native ones.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    Text(String),
+    Json(Value),
+}
+
+impl Prompt {
+    /// The text of a text prompt, or the JSON of a native one (two-space indented).
+    pub fn to_text(&self) -> String {
+        match self {
+            Prompt::Text(s) => s.clone(),
+            Prompt::Json(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+        }
+    }
+}
+
+/// Renders `input` in `format`. `xml` without a current message renders the history alone;
+/// callers that require one check before (see [`crate::context`]).
+pub fn render(format: Format, input: &RenderInput<'_>) -> Prompt {
+    match format {
+        Format::Transcript => Prompt::Text(render_transcript(input)),
+        Format::Bracket => Prompt::Text(render_bracket(input)),
+        Format::Xml => Prompt::Text(render_xml(input)),
+        Format::Task => Prompt::Text(render_task(input)),
+        Format::Anthropic => Prompt::Json(render_anthropic(input)),
+        Format::Openai => Prompt::Json(render_openai(input)),
+    }
+}
