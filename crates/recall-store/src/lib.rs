@@ -1,0 +1,140 @@
+//! recall-store: durable conversation storage.
+//!
+//! One [`Store`] trait, two implementations on sqlx: [`SqliteStore`] (the embedded default:
+//! one file, WAL) and [`PgStore`] (several recall processes may share one database). Both run
+//! the same SQL (sqlx's SQLite driver reads `$N` placeholders) and pass one conformance suite
+//! (`tests/conformance.rs`).
+//!
+//! What the store guarantees:
+//! - `seq` is strictly increasing and gapless per conversation; appends are serialised per
+//!   conversation (`BEGIN IMMEDIATE` on SQLite, a row lock on PostgreSQL).
+//! - An append with a client id seen before returns the first append's `seq` and writes
+//!   nothing.
+//! - Every message carries its token counts (o200k, cl100k), characters and running totals,
+//!   so a context window is found with index probes and only the returned messages are read.
+//!   System messages join the system prompt: they are in no running total and no window.
+//! - What is stored reads back identically (`Message::to_json` byte for byte); a message that
+//!   could not be read back (empty content, thinking alone) is refused with
+//!   [`StoreError::Invalid`] and nothing of its batch is written.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), recall_store::StoreError> {
+//! use recall_store::{open, NewConversation, NewMessage, Store};
+//! use recall_core::message::{Message, Role};
+//! let store = open("sqlite:///tmp/recall.db").await?;
+//! let conv = store.create_conversation("default", NewConversation::default()).await?;
+//! store
+//!     .append("default", &conv.id, vec![NewMessage::complete(Message::text(Role::User, "hi"))])
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod model;
+mod sql;
+mod window;
+
+pub use error::StoreError;
+pub use model::{
+    core_measure, Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage,
+    StoredMessage,
+};
+pub use sql::{PgStore, SqliteStore};
+pub use window::{Window, WindowBounds};
+
+use async_trait::async_trait;
+use recall_core::policy::Policy;
+
+/// The default tenant of single-user setups (the CLI, `--no-auth` servers).
+pub const DEFAULT_TENANT: &str = "default";
+
+/// Durable conversations. Every method is scoped to a tenant: another tenant's conversation
+/// is reported as not found.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Creates a conversation with a new id.
+    async fn create_conversation(
+        &self,
+        tenant: &str,
+        new: NewConversation,
+    ) -> Result<Conversation, StoreError>;
+
+    /// One conversation.
+    async fn get_conversation(&self, tenant: &str, id: &str) -> Result<Conversation, StoreError>;
+
+    /// Conversations in id order (ids are time-ordered UUIDv7), after the cursor `after`.
+    async fn list_conversations(
+        &self,
+        tenant: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Conversation>, StoreError>;
+
+    /// Deletes a conversation and its messages.
+    async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), StoreError>;
+
+    /// Removes a conversation's messages and keeps the conversation; `seq` keeps counting
+    /// from where it was. Returns how many messages were removed.
+    async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, StoreError>;
+
+    /// Appends messages in one transaction: all are stored, or none. A message whose client
+    /// id (`Message::id`) was seen before in this conversation — earlier, or earlier in the
+    /// same batch — is not written again: its [`Appended`] carries the first seq and
+    /// `duplicate: true`. Messages that could not be read back as written are refused with
+    /// [`StoreError::Invalid`].
+    async fn append(
+        &self,
+        tenant: &str,
+        id: &str,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<Appended>, StoreError>;
+
+    /// Replaces the role, content, metadata and status of a stored message (a streamed reply
+    /// being saved as it arrives, then completed). The message keeps its client id (the new
+    /// message's `id` is ignored). Running totals of later messages are adjusted.
+    async fn update_message(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+        message: NewMessage,
+    ) -> Result<(), StoreError>;
+
+    /// Messages with `seq > after`, oldest first, at most `limit`.
+    async fn messages(
+        &self,
+        tenant: &str,
+        id: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// The messages a context under `policy` can need: the newest messages from a start
+    /// found from the stored running totals (see [`WindowBounds`]), and, for stable windows,
+    /// the persisted window start advanced over the messages appended since.
+    async fn context_window(
+        &self,
+        tenant: &str,
+        id: &str,
+        policy: &Policy,
+    ) -> Result<Window, StoreError>;
+
+    /// Checks the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// Opens the store a URL names: `postgres://…` / `postgresql://…`, or a SQLite file as
+/// `sqlite://PATH`, `sqlite:PATH` or a plain path. Runs migrations.
+pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Box::new(PgStore::connect(url).await?))
+    } else {
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        Ok(Box::new(
+            SqliteStore::open(std::path::Path::new(path)).await?,
+        ))
+    }
+}

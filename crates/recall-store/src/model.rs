@@ -1,0 +1,169 @@
+//! The store's records.
+
+use recall_core::extract::{measure, measured_text, Measure, MESSAGE_TOKEN_OVERHEAD};
+use recall_core::message::Message;
+use recall_core::tokens::{TokenCounter, Tokenizer};
+use serde_json::{Map, Value};
+
+/// Whether a stored message is whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStatus {
+    /// A finished message.
+    Complete,
+    /// A streamed reply that was interrupted: what arrived, never presented as complete.
+    Partial,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Complete => "complete",
+            MessageStatus::Partial => "partial",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "complete" => Some(MessageStatus::Complete),
+            "partial" => Some(MessageStatus::Partial),
+            _ => None,
+        }
+    }
+}
+
+/// What a new conversation starts with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewConversation {
+    pub title: Option<String>,
+    pub system_prompt: Option<String>,
+    pub metadata: Map<String, Value>,
+    /// The default context policy, as the JSON of `recall_core::PolicyOverrides` plus an
+    /// optional `format`.
+    pub policy: Option<Value>,
+}
+
+/// A stored conversation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Conversation {
+    pub id: String,
+    pub tenant: String,
+    pub title: Option<String>,
+    pub system_prompt: Option<String>,
+    pub metadata: Map<String, Value>,
+    pub policy: Option<Value>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub message_count: i64,
+    /// The highest `seq` ever assigned (clearing does not reset it).
+    pub last_seq: i64,
+    /// Tokens (o200k) of the present history messages (system messages are not counted: they
+    /// join the system prompt and no budget applies to them).
+    pub total_tokens: i64,
+}
+
+/// A message to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    /// The message; its `id` is the client idempotency key.
+    pub message: Message,
+    pub status: MessageStatus,
+    /// Figures the caller already computed (an import measures in parallel before writing);
+    /// the store measures the message when `None`.
+    pub figures: Option<Figures>,
+}
+
+impl NewMessage {
+    /// A complete message, measured by the store.
+    pub fn complete(message: Message) -> Self {
+        NewMessage {
+            message,
+            status: MessageStatus::Complete,
+            figures: None,
+        }
+    }
+}
+
+/// A message as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    pub seq: i64,
+    pub message: Message,
+    pub status: MessageStatus,
+    pub created_at: i64,
+    pub figures: Figures,
+}
+
+/// The outcome of one append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Appended {
+    pub seq: i64,
+    /// True when the client id was seen before: nothing was written and `seq` is the first
+    /// append's.
+    pub duplicate: bool,
+}
+
+/// Per-message figures kept with every message, computed once at append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Figures {
+    pub tokens_o200k: i64,
+    pub tokens_cl100k: i64,
+    /// Unicode scalar values of the measured text.
+    pub chars: i64,
+    pub starts_turn: bool,
+    pub cut_point: bool,
+}
+
+impl Figures {
+    /// Measures a message (both vocabularies and characters).
+    pub fn of(m: &Message) -> Figures {
+        let text = measured_text(m);
+        let o200k = Tokenizer::O200k.count(&text) as u64 + MESSAGE_TOKEN_OVERHEAD;
+        let cl100k = Tokenizer::Cl100k.count(&text) as u64 + MESSAGE_TOKEN_OVERHEAD;
+        Figures {
+            tokens_o200k: o200k as i64,
+            tokens_cl100k: cl100k as i64,
+            chars: text.chars().count() as i64,
+            starts_turn: m.starts_turn(),
+            cut_point: m.is_cut_point(),
+        }
+    }
+
+    /// `chars4` tokens: ceil(chars / 4) plus the per-message overhead.
+    pub fn tokens_chars4(&self) -> i64 {
+        (self.chars as u64).div_ceil(4) as i64 + MESSAGE_TOKEN_OVERHEAD as i64
+    }
+
+    /// Tokens under `t`.
+    pub fn tokens(&self, t: Tokenizer) -> i64 {
+        match t {
+            Tokenizer::O200k => self.tokens_o200k,
+            Tokenizer::Cl100k => self.tokens_cl100k,
+            Tokenizer::Chars4 => self.tokens_chars4(),
+        }
+    }
+
+    /// The core measure under `t`.
+    pub fn measure(&self, t: Tokenizer) -> Measure {
+        Measure {
+            tokens: self.tokens(t).max(0) as u64,
+            chars: self.chars.max(0) as u64,
+        }
+    }
+
+    pub(crate) fn flags(&self) -> i64 {
+        (self.starts_turn as i64) | ((self.cut_point as i64) << 1)
+    }
+
+    pub(crate) fn with_flags(mut self, flags: i64) -> Self {
+        self.starts_turn = flags & 1 != 0;
+        self.cut_point = flags & 2 != 0;
+        self
+    }
+}
+
+/// Measures with the core function (used by tests to check the cached figures).
+pub fn core_measure(m: &Message, t: Tokenizer) -> Measure {
+    measure(m, &t)
+}

@@ -1,0 +1,1159 @@
+//! The SQL implementations. SQLite and PostgreSQL run the same statements (sqlx's SQLite
+//! driver binds `$N` by number); they differ in how a writer takes the conversation lock and in
+//! connection setup. The shared code is one macro instantiated per database, so each store is a
+//! concrete type with no generic database bounds to satisfy.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use recall_core::message::{content_json, Message, Role};
+use recall_core::parse::parse_message_value;
+use recall_core::policy::{Policy, TrimMode};
+use recall_core::select::{select, HistoryMessage, Stats, LATEST_EXCEEDS};
+use recall_core::stable::{StableState, WindowItem};
+use recall_core::tokens::Tokenizer;
+use serde_json::{Map, Value};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::Row;
+
+use crate::error::StoreError;
+use crate::model::{
+    Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, StoredMessage,
+};
+use crate::window::{cum_column, stable_key, Totals, Window, WindowBounds};
+use crate::Store;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+const CONVERSATION_COLUMNS: &str = "id, tenant, title, system_prompt, metadata, policy, \
+     created_at, updated_at, message_count, last_seq, total_o200k";
+
+const MESSAGE_COLUMNS: &str =
+    "seq, role, content, client_id, metadata, status, created_at, tokens_o200k, tokens_cl100k, chars, flags";
+
+/// Parses a message's stored role and content the way the read path does.
+fn parse_stored(role: &str, content: &str, index: usize) -> Result<Message, String> {
+    let content: Value = serde_json::from_str(content).map_err(|e| e.to_string())?;
+    let mut obj = Map::new();
+    obj.insert("role".into(), Value::String(role.to_string()));
+    obj.insert("content".into(), content);
+    parse_message_value(Value::Object(obj), index, "messages")
+}
+
+/// Reads a stored message from its columns.
+fn decode_message(
+    seq: i64,
+    role: &str,
+    content: &str,
+    client_id: Option<String>,
+    metadata: Option<String>,
+) -> Result<Message, StoreError> {
+    let mut m = parse_stored(role, content, seq.max(0) as usize)
+        .map_err(|w| StoreError::Corrupt(format!("message {seq}: {w}")))?;
+    m.id = client_id;
+    m.metadata = match metadata {
+        None => None,
+        Some(s) => match serde_json::from_str(&s) {
+            Ok(Value::Object(o)) => Some(o),
+            _ => return Err(StoreError::Corrupt(format!("message {seq} metadata"))),
+        },
+    };
+    Ok(m)
+}
+
+fn parse_object(s: &str, what: &str) -> Result<Map<String, Value>, StoreError> {
+    match serde_json::from_str(s) {
+        Ok(Value::Object(o)) => Ok(o),
+        _ => Err(StoreError::Corrupt(what.to_string())),
+    }
+}
+
+fn parse_status(s: &str) -> Result<MessageStatus, StoreError> {
+    MessageStatus::parse(s).ok_or_else(|| StoreError::Corrupt(format!("message status '{s}'")))
+}
+
+/// Rejects text that a column cannot hold on every database (PostgreSQL text has no NUL), so
+/// that both stores answer alike.
+fn check_text(what: &str, s: &str) -> Result<(), StoreError> {
+    if s.contains('\0') {
+        return Err(StoreError::Invalid(format!(
+            "{what} contains a NUL character"
+        )));
+    }
+    Ok(())
+}
+
+/// A tenant or conversation id with NUL names nothing that can exist.
+fn check_key(tenant: &str, id: &str) -> Result<(), StoreError> {
+    if tenant.contains('\0') || id.contains('\0') {
+        return Err(StoreError::ConversationNotFound(id.replace('\0', "\\0")));
+    }
+    Ok(())
+}
+
+/// Checks that a message reads back exactly as written: what cannot be read back (empty
+/// content, thinking alone, a malformed known block) would make its conversation unreadable,
+/// so it is refused before anything is written. `n` is its position in the request.
+fn validate(e: &Encoded, m: &Message, n: usize) -> Result<(), StoreError> {
+    if let Some(cid) = &e.client_id {
+        check_text(&format!("messages[{n}]: id"), cid)?;
+    }
+    let back = parse_stored(e.role, &e.content, n)
+        .map_err(|w| StoreError::Invalid(w.trim_end_matches(", skipping").to_string()))?;
+    if back.role != m.role || content_json(&back.content) != content_json(&m.content) {
+        return Err(StoreError::Invalid(format!(
+            "messages[{n}] would not read back as written (a block of a known type with \
+             missing or extra fields)"
+        )));
+    }
+    Ok(())
+}
+
+/// A message ready to be written: its JSON columns and figures.
+struct Encoded {
+    client_id: Option<String>,
+    role: &'static str,
+    content: String,
+    metadata: Option<String>,
+    status: &'static str,
+    figures: Figures,
+}
+
+fn encode(m: &NewMessage, figures: Figures) -> Encoded {
+    let json = m.message.to_json();
+    let content = json
+        .get("content")
+        .map(Value::to_string)
+        .unwrap_or_default();
+    Encoded {
+        client_id: m.message.id.clone(),
+        role: m.message.role.as_str(),
+        content,
+        metadata: m
+            .message
+            .metadata
+            .as_ref()
+            .map(|o| Value::Object(o.clone()).to_string()),
+        status: m.status.as_str(),
+        figures,
+    }
+}
+
+/// Measures messages, on every core for large batches (token counting dominates an import).
+fn figures_of(messages: &[NewMessage]) -> Vec<Figures> {
+    if messages.iter().all(|m| m.figures.is_some()) {
+        return messages.iter().filter_map(|m| m.figures).collect();
+    }
+    const PARALLEL_FROM: usize = 64;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if messages.len() < PARALLEL_FROM || threads < 2 {
+        return messages.iter().map(figures_or_measure).collect();
+    }
+    let chunk = messages.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = messages
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(figures_or_measure).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+fn figures_or_measure(m: &NewMessage) -> Figures {
+    m.figures.unwrap_or_else(|| Figures::of(&m.message))
+}
+
+/// Running totals of a conversation, as locked at the start of a write.
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    last_seq: i64,
+    count: i64,
+    o200k: i64,
+    cl100k: i64,
+    chars: i64,
+    chars4: i64,
+    turns: i64,
+    cuts: i64,
+}
+
+impl Running {
+    /// Accounts for a new message.
+    fn add(&mut self, f: &Figures, role: &str) {
+        let [o, c, ch, c4, cuts, turns] = contribution(f, role);
+        self.count += 1;
+        self.o200k += o;
+        self.cl100k += c;
+        self.chars += ch;
+        self.chars4 += c4;
+        self.cuts += cuts;
+        self.turns += turns;
+    }
+}
+
+/// What a message adds to the running totals: tokens (o200k, cl100k), characters, `chars4`
+/// tokens, cut points, turns. System messages join the system prompt and are never history,
+/// so they add nothing: budgets, turn limits and stable windows never count them.
+fn contribution(f: &Figures, role: &str) -> [i64; 6] {
+    if role == Role::System.as_str() {
+        return [0; 6];
+    }
+    [
+        f.tokens_o200k,
+        f.tokens_cl100k,
+        f.chars,
+        f.tokens_chars4(),
+        f.cut_point as i64,
+        f.starts_turn as i64,
+    ]
+}
+
+/// True when `policy`'s selection over `messages` (which start at a cut point) walked back to
+/// the first of them with every limit holding: older messages may fit as well. Returns the
+/// selection's stats then.
+fn walk_reaches_start(messages: &[HistoryMessage], policy: &Policy) -> Option<Stats> {
+    // Only tool blocks are ever repaired: without them, stored figures are exact and the
+    // budget probe already stops the walk inside the window.
+    let repairable = messages
+        .iter()
+        .any(|h| h.message.has_tool_use() || h.message.has_tool_result());
+    if !repairable {
+        return None;
+    }
+    let s = select(messages, policy, &policy.tokenizer, 0);
+    let reached = s.stats.dropped == 0
+        && !s.stats.warnings.iter().any(|w| w == LATEST_EXCEEDS)
+        && !messages.is_empty();
+    reached.then_some(s.stats)
+}
+
+/// The budgets of a policy as (running-total column, limit, total kept by a selection).
+fn budgets(policy: &Policy, stats: &Stats) -> Vec<(&'static str, i64, i64)> {
+    let mut b = Vec::new();
+    if let Some(max) = policy.max_tokens {
+        b.push((
+            cum_column(policy.tokenizer),
+            max.min(i64::MAX as u64) as i64,
+            stats.tokens as i64,
+        ));
+    }
+    if let Some(max) = policy.max_chars {
+        b.push((
+            "cum_chars",
+            max.min(i64::MAX as u64) as i64,
+            stats.chars as i64,
+        ));
+    }
+    b
+}
+
+/// What a stable-window read found, to be saved once the read transaction is over.
+struct StableSave {
+    key: String,
+    start_seq: i64,
+    cost: i64,
+    last_seq: i64,
+}
+
+/// The conversation row as a context read saw it.
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    totals: Totals,
+    count: i64,
+    last_seq: i64,
+}
+
+macro_rules! sql_store {
+    ($store:ident, $db:ty, $pool:ty, $begin:expr, $read:expr, $lock:expr) => {
+        impl $store {
+            /// The connection pool (for tests and tools).
+            pub fn pool(&self) -> &$pool {
+                &self.pool
+            }
+
+            async fn lock_running(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                tenant: &str,
+                id: &str,
+            ) -> Result<Running, StoreError> {
+                let row = sqlx::query($lock)
+                    .bind(id)
+                    .bind(tenant)
+                    .fetch_optional(&mut **tx)
+                    .await?
+                    .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+                Ok(Running {
+                    last_seq: row.try_get(0)?,
+                    count: row.try_get(1)?,
+                    o200k: row.try_get(2)?,
+                    cl100k: row.try_get(3)?,
+                    chars: row.try_get(4)?,
+                    chars4: row.try_get(5)?,
+                    turns: row.try_get(6)?,
+                    cuts: row.try_get(7)?,
+                })
+            }
+
+            async fn save_running(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                id: &str,
+                r: &Running,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "UPDATE conversations SET last_seq = $1, message_count = $2, total_o200k = $3, \
+                     total_cl100k = $4, total_chars = $5, total_chars4 = $6, total_turns = $7, \
+                     total_cuts = $8, updated_at = $9 WHERE id = $10",
+                )
+                .bind(r.last_seq)
+                .bind(r.count)
+                .bind(r.o200k)
+                .bind(r.cl100k)
+                .bind(r.chars)
+                .bind(r.chars4)
+                .bind(r.turns)
+                .bind(r.cuts)
+                .bind(now_ms())
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            fn conversation_from_row(row: &<$db as sqlx::Database>::Row) -> Result<Conversation, StoreError> {
+                let metadata: String = row.try_get(4)?;
+                let policy: Option<String> = row.try_get(5)?;
+                Ok(Conversation {
+                    id: row.try_get(0)?,
+                    tenant: row.try_get(1)?,
+                    title: row.try_get(2)?,
+                    system_prompt: row.try_get(3)?,
+                    metadata: parse_object(&metadata, "conversation metadata")?,
+                    policy: match policy {
+                        None => None,
+                        Some(p) => Some(
+                            serde_json::from_str(&p)
+                                .map_err(|_| StoreError::Corrupt("conversation policy".into()))?,
+                        ),
+                    },
+                    created_at: row.try_get(6)?,
+                    updated_at: row.try_get(7)?,
+                    message_count: row.try_get(8)?,
+                    last_seq: row.try_get(9)?,
+                    total_tokens: row.try_get(10)?,
+                })
+            }
+
+            fn stored_from_row(row: &<$db as sqlx::Database>::Row) -> Result<StoredMessage, StoreError> {
+                let seq: i64 = row.try_get(0)?;
+                let role: String = row.try_get(1)?;
+                let content: String = row.try_get(2)?;
+                let message =
+                    decode_message(seq, &role, &content, row.try_get(3)?, row.try_get(4)?)?;
+                let status: String = row.try_get(5)?;
+                let flags: i64 = row.try_get(10)?;
+                Ok(StoredMessage {
+                    seq,
+                    message,
+                    status: parse_status(&status)?,
+                    created_at: row.try_get(6)?,
+                    figures: Figures {
+                        tokens_o200k: row.try_get(7)?,
+                        tokens_cl100k: row.try_get(8)?,
+                        chars: row.try_get(9)?,
+                        ..Figures::default()
+                    }
+                    .with_flags(flags),
+                })
+            }
+
+            /// The conversation row as the read transaction sees it.
+            async fn snapshot(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                tenant: &str,
+                id: &str,
+            ) -> Result<Snapshot, StoreError> {
+                let row = sqlx::query(
+                    "SELECT total_o200k, total_cl100k, total_chars, total_chars4, total_cuts, \
+                     message_count, last_seq FROM conversations WHERE id = $1 AND tenant = $2",
+                )
+                .bind(id)
+                .bind(tenant)
+                .fetch_optional(&mut *conn)
+                .await?
+                .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+                Ok(Snapshot {
+                    totals: Totals {
+                        o200k: row.try_get(0)?,
+                        cl100k: row.try_get(1)?,
+                        chars: row.try_get(2)?,
+                        chars4: row.try_get(3)?,
+                        cuts: row.try_get(4)?,
+                    },
+                    count: row.try_get(5)?,
+                    last_seq: row.try_get(6)?,
+                })
+            }
+
+            /// The seq of the cut point numbered `cut` (the newest cut point at or before a
+            /// message whose `cum_cuts` is `cut`); 0 when `cut` is 0.
+            async fn cut_start(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                cut: i64,
+            ) -> Result<i64, StoreError> {
+                if cut <= 0 {
+                    return Ok(0);
+                }
+                let seq: Option<i64> = sqlx::query_scalar(
+                    "SELECT seq FROM messages WHERE conversation_id = $1 AND cum_cuts >= $2 \
+                     ORDER BY cum_cuts, seq LIMIT 1",
+                )
+                .bind(id)
+                .bind(cut)
+                .fetch_optional(&mut *conn)
+                .await?;
+                Ok(seq.unwrap_or(0))
+            }
+
+            /// The oldest start a budget lets a selection reach when stored figures are what
+            /// selection counts: the cut point at or before the first message whose running
+            /// total in `column` reaches `threshold` (see `WindowBounds`); 0 for everything.
+            async fn budget_start(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                column: &str,
+                threshold: i64,
+            ) -> Result<i64, StoreError> {
+                if threshold <= 0 {
+                    return Ok(0);
+                }
+                let sql = format!(
+                    "SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= $2 \
+                     ORDER BY {column}, seq LIMIT 1"
+                );
+                let cuts: Option<i64> = sqlx::query_scalar(&sql)
+                    .bind(id)
+                    .bind(threshold)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                match cuts {
+                    Some(c) => Self::cut_start(conn, id, c).await,
+                    None => Ok(0),
+                }
+            }
+
+            /// The running total in `column` just before `seq` (0 when nothing is older).
+            async fn total_before(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                column: &str,
+                seq: i64,
+            ) -> Result<i64, StoreError> {
+                let sql = format!(
+                    "SELECT {column} FROM messages WHERE conversation_id = $1 AND seq < $2 \
+                     ORDER BY seq DESC LIMIT 1"
+                );
+                let v: Option<i64> = sqlx::query_scalar(&sql)
+                    .bind(id)
+                    .bind(seq)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                Ok(v.unwrap_or(0))
+            }
+
+            /// Non-system messages with `from <= seq < before`, oldest first, measured under `t`.
+            async fn history(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                from: i64,
+                before: i64,
+                t: Tokenizer,
+            ) -> Result<Vec<HistoryMessage>, StoreError> {
+                let sql = format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND seq >= $2 \
+                     AND seq < $3 AND role <> 'system' ORDER BY seq"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(from)
+                    .bind(before)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                let mut out = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    let m = Self::stored_from_row(row)?;
+                    out.push(HistoryMessage {
+                        index: m.seq.max(0) as usize,
+                        measure: m.figures.measure(t),
+                        message: m.message,
+                    });
+                }
+                Ok(out)
+            }
+
+            /// The stable window's first seq, advanced over the history appended since its
+            /// state was saved, and the state to save when there was something to advance over.
+            async fn stable_start(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                policy: &Policy,
+            ) -> Result<Option<(i64, Option<StableSave>)>, StoreError> {
+                let Some((key, budget, tokens)) = stable_key(policy) else {
+                    return Ok(None);
+                };
+                let state: Option<(i64, i64, i64)> = sqlx::query_as(
+                    "SELECT start_seq, cost, last_seq FROM stable_windows \
+                     WHERE conversation_id = $1 AND policy_key = $2",
+                )
+                .bind(id)
+                .bind(&key)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let (start_seq, cost, last_seq) = state.unwrap_or((0, 0, 0));
+                let cost_column = if tokens {
+                    match policy.tokenizer {
+                        Tokenizer::O200k => "tokens_o200k",
+                        Tokenizer::Cl100k => "tokens_cl100k",
+                        Tokenizer::Chars4 => "(chars + 3) / 4 + 4",
+                    }
+                } else {
+                    "chars"
+                };
+                // System messages are not history: the window never counts them.
+                let sql = format!(
+                    "SELECT seq, {cost_column}, flags FROM messages \
+                     WHERE conversation_id = $1 AND seq >= $2 AND role <> 'system' ORDER BY seq"
+                );
+                let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&sql)
+                    .bind(id)
+                    .bind(start_seq)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                if rows.is_empty() {
+                    return Ok(Some((start_seq, None)));
+                }
+                let items: Vec<WindowItem> = rows
+                    .iter()
+                    .map(|&(_, c, f)| WindowItem {
+                        cost: c.max(0) as u64,
+                        cut_point: f & 2 != 0,
+                    })
+                    .collect();
+                let mut st = StableState {
+                    start: 0,
+                    cost: cost.max(0) as u64,
+                };
+                let mut moved = false;
+                for (k, &(seq, _, _)) in rows.iter().enumerate() {
+                    if seq <= last_seq {
+                        continue;
+                    }
+                    st.append(items[k].cost, budget, policy.low_water, |s| items[s..=k].to_vec());
+                    moved = true;
+                }
+                let new_start = rows[st.start].0;
+                let save = moved.then(|| StableSave {
+                    key,
+                    start_seq: new_start,
+                    cost: st.cost as i64,
+                    last_seq: rows[rows.len() - 1].0,
+                });
+                Ok(Some((new_start, save)))
+            }
+
+            /// Saves a stable window's state, unless the conversation changed since the read
+            /// that computed it (an update or a clear would make it stale).
+            async fn save_stable(
+                &self,
+                tenant: &str,
+                id: &str,
+                save: &StableSave,
+                snap: &Snapshot,
+            ) -> Result<(), StoreError> {
+                let mut tx = self.pool.begin_with($begin).await?;
+                let r = match Self::lock_running(&mut tx, tenant, id).await {
+                    Ok(r) => r,
+                    // Deleted meanwhile: nothing to save.
+                    Err(StoreError::ConversationNotFound(_)) => return Ok(()),
+                    Err(e) => return Err(e),
+                };
+                let t = &snap.totals;
+                let unchanged = r.last_seq == snap.last_seq
+                    && r.count == snap.count
+                    && (r.o200k, r.cl100k, r.chars, r.chars4, r.cuts)
+                        == (t.o200k, t.cl100k, t.chars, t.chars4, t.cuts);
+                if unchanged {
+                    sqlx::query(
+                        "INSERT INTO stable_windows (conversation_id, policy_key, start_seq, cost, last_seq) \
+                         VALUES ($1, $2, $3, $4, $5) \
+                         ON CONFLICT (conversation_id, policy_key) DO UPDATE SET \
+                         start_seq = excluded.start_seq, cost = excluded.cost, last_seq = excluded.last_seq \
+                         WHERE stable_windows.last_seq < excluded.last_seq",
+                    )
+                    .bind(id)
+                    .bind(&save.key)
+                    .bind(save.start_seq)
+                    .bind(save.cost)
+                    .bind(save.last_seq)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+        }
+
+        #[async_trait]
+        impl Store for $store {
+            async fn create_conversation(
+                &self,
+                tenant: &str,
+                new: NewConversation,
+            ) -> Result<Conversation, StoreError> {
+                check_text("tenant", tenant)?;
+                check_text("title", new.title.as_deref().unwrap_or(""))?;
+                check_text("system prompt", new.system_prompt.as_deref().unwrap_or(""))?;
+                let id = uuid::Uuid::now_v7().to_string();
+                let now = now_ms();
+                let metadata = Value::Object(new.metadata.clone()).to_string();
+                let policy = new.policy.as_ref().map(Value::to_string);
+                sqlx::query(
+                    "INSERT INTO conversations (id, tenant, title, system_prompt, metadata, policy, \
+                     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+                )
+                .bind(&id)
+                .bind(tenant)
+                .bind(&new.title)
+                .bind(&new.system_prompt)
+                .bind(&metadata)
+                .bind(&policy)
+                .bind(now)
+                .execute(&self.pool)
+                .await?;
+                Ok(Conversation {
+                    id,
+                    tenant: tenant.to_string(),
+                    title: new.title,
+                    system_prompt: new.system_prompt,
+                    metadata: new.metadata,
+                    policy: new.policy,
+                    created_at: now,
+                    updated_at: now,
+                    message_count: 0,
+                    last_seq: 0,
+                    total_tokens: 0,
+                })
+            }
+
+            async fn get_conversation(&self, tenant: &str, id: &str) -> Result<Conversation, StoreError> {
+                check_key(tenant, id)?;
+                let sql = format!(
+                    "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 AND tenant = $2"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(tenant)
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+                Self::conversation_from_row(&row)
+            }
+
+            async fn list_conversations(
+                &self,
+                tenant: &str,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<Conversation>, StoreError> {
+                if let Some(a) = after {
+                    check_text("cursor", a)?;
+                }
+                if tenant.contains('\0') {
+                    return Ok(Vec::new());
+                }
+                let sql = format!(
+                    "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE tenant = $1 AND id > $2 \
+                     ORDER BY id LIMIT $3"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(tenant)
+                    .bind(after.unwrap_or(""))
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.iter().map(Self::conversation_from_row).collect()
+            }
+
+            async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+                check_key(tenant, id)?;
+                let mut tx = self.pool.begin_with($begin).await?;
+                Self::lock_running(&mut tx, tenant, id).await?;
+                sqlx::query("DELETE FROM stable_windows WHERE conversation_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM messages WHERE conversation_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM conversations WHERE id = $1 AND tenant = $2")
+                    .bind(id)
+                    .bind(tenant)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, StoreError> {
+                check_key(tenant, id)?;
+                let mut tx = self.pool.begin_with($begin).await?;
+                let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+                let removed = sqlx::query("DELETE FROM messages WHERE conversation_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                sqlx::query("DELETE FROM stable_windows WHERE conversation_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                r = Running {
+                    last_seq: r.last_seq,
+                    count: 0,
+                    o200k: 0,
+                    cl100k: 0,
+                    chars: 0,
+                    chars4: 0,
+                    turns: 0,
+                    cuts: 0,
+                };
+                Self::save_running(&mut tx, id, &r).await?;
+                tx.commit().await?;
+                Ok(removed)
+            }
+
+            async fn append(
+                &self,
+                tenant: &str,
+                id: &str,
+                messages: Vec<NewMessage>,
+            ) -> Result<Vec<Appended>, StoreError> {
+                check_key(tenant, id)?;
+                if messages.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut encoded: Vec<Encoded> = messages
+                    .iter()
+                    .map(|m| encode(m, Figures::default()))
+                    .collect();
+                for (n, (e, m)) in encoded.iter().zip(&messages).enumerate() {
+                    validate(e, &m.message, n)?;
+                }
+                for (e, f) in encoded.iter_mut().zip(figures_of(&messages)) {
+                    e.figures = f;
+                }
+                let mut tx = self.pool.begin_with($begin).await?;
+                let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+                let now = now_ms();
+                let mut out = Vec::with_capacity(encoded.len());
+                let mut batch_ids: std::collections::HashMap<&str, i64> =
+                    std::collections::HashMap::new();
+                for e in &encoded {
+                    if let Some(cid) = &e.client_id {
+                        if let Some(&seq) = batch_ids.get(cid.as_str()) {
+                            out.push(Appended { seq, duplicate: true });
+                            continue;
+                        }
+                        let seen: Option<i64> = sqlx::query_scalar(
+                            "SELECT seq FROM messages WHERE conversation_id = $1 AND client_id = $2",
+                        )
+                        .bind(id)
+                        .bind(cid)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                        if let Some(seq) = seen {
+                            out.push(Appended { seq, duplicate: true });
+                            continue;
+                        }
+                    }
+                    r.last_seq += 1;
+                    r.add(&e.figures, e.role);
+                    let f = &e.figures;
+                    sqlx::query(
+                        "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
+                         status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, \
+                         cum_cl100k, cum_chars, cum_chars4, cum_cuts) VALUES ($1, $2, $3, $4, $5, $6, \
+                         $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                    )
+                    .bind(id)
+                    .bind(r.last_seq)
+                    .bind(&e.client_id)
+                    .bind(e.role)
+                    .bind(&e.content)
+                    .bind(&e.metadata)
+                    .bind(e.status)
+                    .bind(now)
+                    .bind(f.tokens_o200k)
+                    .bind(f.tokens_cl100k)
+                    .bind(f.chars)
+                    .bind(f.flags())
+                    .bind(r.o200k)
+                    .bind(r.cl100k)
+                    .bind(r.chars)
+                    .bind(r.chars4)
+                    .bind(r.cuts)
+                    .execute(&mut *tx)
+                    .await?;
+                    if let Some(cid) = &e.client_id {
+                        batch_ids.insert(cid.as_str(), r.last_seq);
+                    }
+                    out.push(Appended {
+                        seq: r.last_seq,
+                        duplicate: false,
+                    });
+                }
+                // A batch of retries writes nothing.
+                if out.iter().any(|a| !a.duplicate) {
+                    Self::save_running(&mut tx, id, &r).await?;
+                }
+                tx.commit().await?;
+                Ok(out)
+            }
+
+            async fn update_message(
+                &self,
+                tenant: &str,
+                id: &str,
+                seq: i64,
+                message: NewMessage,
+            ) -> Result<(), StoreError> {
+                check_key(tenant, id)?;
+                let f = figures_or_measure(&message);
+                let e = encode(&message, f);
+                validate(&e, &message.message, 0)?;
+                let mut tx = self.pool.begin_with($begin).await?;
+                let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+                let old: Option<(i64, i64, i64, i64, String)> = sqlx::query_as(
+                    "SELECT tokens_o200k, tokens_cl100k, chars, flags, role FROM messages \
+                     WHERE conversation_id = $1 AND seq = $2",
+                )
+                .bind(id)
+                .bind(seq)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((o, c, ch, flags, old_role)) = old else {
+                    return Err(StoreError::MessageNotFound {
+                        conversation: id.to_string(),
+                        seq,
+                    });
+                };
+                let old_f = Figures {
+                    tokens_o200k: o,
+                    tokens_cl100k: c,
+                    chars: ch,
+                    ..Figures::default()
+                }
+                .with_flags(flags);
+                let old_c = contribution(&old_f, &old_role);
+                let new_c = contribution(&f, e.role);
+                let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns]: [i64; 6] =
+                    std::array::from_fn(|i| new_c[i] - old_c[i]);
+                sqlx::query(
+                    "UPDATE messages SET role = $3, content = $4, metadata = $5, status = $6, \
+                     tokens_o200k = $7, tokens_cl100k = $8, chars = $9, flags = $10 \
+                     WHERE conversation_id = $1 AND seq = $2",
+                )
+                .bind(id)
+                .bind(seq)
+                .bind(e.role)
+                .bind(&e.content)
+                .bind(&e.metadata)
+                .bind(e.status)
+                .bind(f.tokens_o200k)
+                .bind(f.tokens_cl100k)
+                .bind(f.chars)
+                .bind(f.flags())
+                .execute(&mut *tx)
+                .await?;
+                if d_o != 0 || d_c != 0 || d_ch != 0 || d_c4 != 0 || d_cuts != 0 {
+                    sqlx::query(
+                        "UPDATE messages SET cum_o200k = cum_o200k + $3, cum_cl100k = cum_cl100k + $4, \
+                         cum_chars = cum_chars + $5, cum_chars4 = cum_chars4 + $6, cum_cuts = cum_cuts + $7 \
+                         WHERE conversation_id = $1 AND seq >= $2",
+                    )
+                    .bind(id)
+                    .bind(seq)
+                    .bind(d_o)
+                    .bind(d_c)
+                    .bind(d_ch)
+                    .bind(d_c4)
+                    .bind(d_cuts)
+                    .execute(&mut *tx)
+                    .await?;
+                    // Stable windows counted the old size.
+                    sqlx::query("DELETE FROM stable_windows WHERE conversation_id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                r.o200k += d_o;
+                r.cl100k += d_c;
+                r.chars += d_ch;
+                r.chars4 += d_c4;
+                r.cuts += d_cuts;
+                r.turns += d_turns;
+                Self::save_running(&mut tx, id, &r).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn messages(
+                &self,
+                tenant: &str,
+                id: &str,
+                after: i64,
+                limit: u32,
+            ) -> Result<Vec<StoredMessage>, StoreError> {
+                check_key(tenant, id)?;
+                // The tenant check and the read in one statement.
+                let sql = format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND seq > $2 \
+                     AND EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND tenant = $3) \
+                     ORDER BY seq LIMIT $4"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(after)
+                    .bind(tenant)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
+                if rows.is_empty() {
+                    // Distinguish "no messages" from "no such conversation".
+                    self.get_conversation(tenant, id).await?;
+                }
+                rows.iter().map(Self::stored_from_row).collect()
+            }
+
+            async fn context_window(
+                &self,
+                tenant: &str,
+                id: &str,
+                policy: &Policy,
+            ) -> Result<Window, StoreError> {
+                check_key(tenant, id)?;
+                // One snapshot: totals, system messages and history agree even while other
+                // connections append.
+                let mut tx = self.pool.begin_with($read).await?;
+                let conn: &mut <$db as sqlx::Database>::Connection = &mut tx;
+                let snap = Self::snapshot(conn, tenant, id).await?;
+                let bounds = WindowBounds::for_policy(policy, &snap.totals);
+                // Starts selection never walks past: the turn limit's (one turn further back,
+                // so the unit that breaks the limit is read too) and the stable window's.
+                let mut floor = match bounds.min_cut {
+                    Some(c) => Self::cut_start(conn, id, c).await?,
+                    None => 0,
+                };
+                let (stable_start, save) = if policy.trim == TrimMode::Stable {
+                    match Self::stable_start(conn, id, policy).await? {
+                        Some((s, save)) => (Some(s), save),
+                        None => (None, None),
+                    }
+                } else {
+                    (None, None)
+                };
+                if let Some(s) = stable_start {
+                    floor = floor.max(s);
+                }
+                let mut start = floor;
+                for (column, threshold) in &bounds.budgets {
+                    start = start.max(Self::budget_start(conn, id, column, *threshold).await?);
+                }
+
+                let system_rows: Vec<(i64, String)> = sqlx::query_as(
+                    "SELECT seq, content FROM messages WHERE conversation_id = $1 \
+                     AND role = 'system' ORDER BY seq",
+                )
+                .bind(id)
+                .fetch_all(&mut *conn)
+                .await?;
+                let system_count = system_rows.len();
+                let mut system_parts = Vec::with_capacity(system_count);
+                for (seq, content) in system_rows {
+                    let m = decode_message(seq, "system", &content, None, None)?;
+                    let text = recall_core::context::system_text(&m);
+                    // As recall-core gathers them: blank parts are left out.
+                    if !text.trim().is_empty() {
+                        system_parts.push(text);
+                    }
+                }
+
+                let mut messages = Self::history(conn, id, start, i64::MAX, policy.tokenizer).await?;
+                // Budgets cut by stored figures, which are those of whole messages. Selection
+                // drops unmatched tool blocks (a tool call never answered), and a repaired
+                // message costs less than its figures: when the walk gets back to the start
+                // of what was read with every limit holding, older messages may fit too. Read
+                // further back, as far as the remaining room reaches, until the walk stops
+                // inside what was read.
+                while start > floor {
+                    let Some(stats) = walk_reaches_start(&messages, policy) else {
+                        break;
+                    };
+                    let mut next = floor;
+                    for (column, max, kept) in budgets(policy, &stats) {
+                        let before = Self::total_before(conn, id, column, start).await?;
+                        let threshold = before - (max - kept);
+                        next = next.max(Self::budget_start(conn, id, column, threshold).await?);
+                    }
+                    let mut older =
+                        Self::history(conn, id, next, start, policy.tokenizer).await?;
+                    older.append(&mut messages);
+                    messages = older;
+                    start = next;
+                }
+                tx.commit().await?;
+
+                if let Some(save) = &save {
+                    self.save_stable(tenant, id, save, &snap).await?;
+                }
+                let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
+                let older = history_count.saturating_sub(messages.len());
+                Ok(Window {
+                    system_parts,
+                    messages,
+                    older,
+                    stable_start,
+                })
+            }
+
+            async fn ping(&self) -> Result<(), StoreError> {
+                sqlx::query("SELECT 1").execute(&self.pool).await?;
+                Ok(())
+            }
+        }
+    };
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED, with any extended code.
+fn is_sqlite_busy(e: &sqlx::Error) -> bool {
+    let Some(db) = e.as_database_error() else {
+        return false;
+    };
+    db.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 5 | 6))
+}
+
+/// The embedded default: one SQLite file in WAL mode.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file at `path` and runs migrations.
+    pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Invalid(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+        }
+        const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+        // No `journal_mode` here: switching a file to WAL takes an exclusive lock that SQLite
+        // does not wait for (no busy handler), so a connection opened while another process
+        // holds any lock would fail. WAL is switched on once below, waiting for the lock, and
+        // stays on in the file.
+        let opts = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(opts)
+            .await?;
+        let since = std::time::Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL")
+                .fetch_one(&pool)
+                .await
+            {
+                Ok(_) => break,
+                Err(e) if is_sqlite_busy(&e) && since.elapsed() < BUSY_TIMEOUT => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // Several processes may open a new file at once (two CLI commands, a server and the
+        // CLI). SQLite has no migration lock of its own: the write lock taken up front makes
+        // them migrate one after the other (each waits on the busy timeout), and the later
+        // ones find the schema in place.
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+        SQLITE_MIGRATIONS.run(&mut tx).await?;
+        tx.commit().await?;
+        Ok(SqliteStore { pool })
+    }
+}
+
+sql_store!(
+    SqliteStore,
+    sqlx::Sqlite,
+    SqlitePool,
+    // Writers take the database's write lock up front (waiting on the busy timeout) instead
+    // of failing to upgrade a read lock.
+    "BEGIN IMMEDIATE",
+    // A deferred transaction reads one WAL snapshot.
+    "BEGIN",
+    "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
+     total_turns, total_cuts FROM conversations WHERE id = $1 AND tenant = $2"
+);
+
+/// PostgreSQL: several recall processes may share one database.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects to `url` and runs migrations (safe to run from several processes at once:
+    /// sqlx takes an advisory lock).
+    pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
+        let opts = PgConnectOptions::from_str(url)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(opts)
+            .await?;
+        POSTGRES_MIGRATIONS.run(&pool).await?;
+        Ok(PgStore { pool })
+    }
+}
+
+sql_store!(
+    PgStore,
+    sqlx::Postgres,
+    PgPool,
+    "BEGIN",
+    "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+    "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
+     total_turns, total_cuts FROM conversations WHERE id = $1 AND tenant = $2 FOR UPDATE"
+);

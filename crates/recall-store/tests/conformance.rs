@@ -1,0 +1,1165 @@
+//! The store conformance suite: one set of async tests over `&dyn Store`, run against SQLite
+//! (a temporary file) and PostgreSQL (a fresh database per test). See `suite!` at the end.
+//!
+//! PostgreSQL: `RECALL_TEST_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`);
+//! unreachable → skipped with a notice, or a failure when `CI=true`.
+
+mod common;
+
+use common::{all_messages, check_window, partial, with_id, Rng};
+use recall_core::extract::measure;
+use recall_core::message::{Block, DocumentKind, Message, Role, ToolResultContent};
+use recall_core::policy::{Policy, TrimMode};
+use recall_core::tokens::Tokenizer;
+use recall_store::{
+    Appended, MessageStatus, NewConversation, NewMessage, Store, StoreError, DEFAULT_TENANT,
+};
+use serde_json::{json, Map, Value};
+
+const T: &str = DEFAULT_TENANT;
+
+fn user(t: &str) -> Message {
+    Message::text(Role::User, t)
+}
+
+fn assistant(t: &str) -> Message {
+    Message::text(Role::Assistant, t)
+}
+
+fn complete(ms: Vec<Message>) -> Vec<NewMessage> {
+    ms.into_iter().map(NewMessage::complete).collect()
+}
+
+async fn new_conv(s: &dyn Store) -> String {
+    s.create_conversation(T, NewConversation::default())
+        .await
+        .expect("create")
+        .id
+}
+
+fn fresh(seqs: std::ops::RangeInclusive<i64>) -> Vec<Appended> {
+    seqs.map(|seq| Appended {
+        seq,
+        duplicate: false,
+    })
+    .collect()
+}
+
+fn assert_not_found<T: std::fmt::Debug>(r: Result<T, StoreError>, what: &str) {
+    match r {
+        Err(StoreError::ConversationNotFound(_)) => {}
+        other => panic!("{what}: expected ConversationNotFound, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations
+// ---------------------------------------------------------------------------------------------
+
+async fn create_get_list(s: &dyn Store) {
+    let mut meta = Map::new();
+    meta.insert("zeta".into(), json!(1));
+    meta.insert("alpha".into(), json!({"nested": [1.5, "x", null]}));
+    let new = NewConversation {
+        title: Some("Trip planning ✈️".into()),
+        system_prompt: Some("You are terse.".into()),
+        metadata: meta.clone(),
+        policy: Some(json!({"format": "xml", "max_turns": 5})),
+    };
+    let created = s.create_conversation(T, new.clone()).await.unwrap();
+    assert_eq!(created.tenant, T);
+    assert_eq!(created.title, new.title);
+    assert_eq!(created.message_count, 0);
+    assert_eq!(created.last_seq, 0);
+    let got = s.get_conversation(T, &created.id).await.unwrap();
+    assert_eq!(got, created);
+    // Metadata keys come back in their order.
+    let keys: Vec<&String> = got.metadata.keys().collect();
+    assert_eq!(keys, ["zeta", "alpha"]);
+
+    let mut ids = vec![created.id.clone()];
+    for _ in 0..6 {
+        ids.push(new_conv(s).await);
+    }
+    // Another tenant's conversations never show up.
+    let theirs = s
+        .create_conversation("other", NewConversation::default())
+        .await
+        .unwrap();
+    ids.sort();
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = s.list_conversations(T, after.as_deref(), 3).await.unwrap();
+        assert!(page.len() <= 3);
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.iter().all(|c| c.tenant == T));
+        after = page.last().map(|c| c.id.clone());
+        seen.extend(page.into_iter().map(|c| c.id));
+    }
+    assert_eq!(
+        seen, ids,
+        "pagination covers every conversation once, in id order"
+    );
+    let all = s.list_conversations(T, None, 100).await.unwrap();
+    assert_eq!(all.len(), 7);
+    assert_eq!(all[0], s.get_conversation(T, &all[0].id).await.unwrap());
+    let other = s.list_conversations("other", None, 100).await.unwrap();
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0].id, theirs.id);
+    assert!(s
+        .list_conversations("nobody", None, 100)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(s.list_conversations(T, None, 0).await.unwrap().is_empty());
+    s.ping().await.unwrap();
+}
+
+async fn tenant_scoping(s: &dyn Store) {
+    let id = new_conv(s).await;
+    s.append(T, &id, complete(vec![user("mine"), assistant("yes")]))
+        .await
+        .unwrap();
+    let before = s.get_conversation(T, &id).await.unwrap();
+    let x = "intruder";
+    assert_not_found(s.get_conversation(x, &id).await, "get");
+    assert_not_found(s.messages(x, &id, 0, 10).await, "messages");
+    assert_not_found(
+        s.append(x, &id, complete(vec![user("sneaky")])).await,
+        "append",
+    );
+    assert_not_found(
+        s.update_message(x, &id, 1, NewMessage::complete(user("changed")))
+            .await,
+        "update_message",
+    );
+    assert_not_found(
+        s.context_window(x, &id, &Policy::default()).await,
+        "context_window",
+    );
+    assert_not_found(s.clear_conversation(x, &id).await, "clear");
+    assert_not_found(s.delete_conversation(x, &id).await, "delete");
+    assert!(s.list_conversations(x, None, 10).await.unwrap().is_empty());
+    // Nothing changed for the owner.
+    let after = s.get_conversation(T, &id).await.unwrap();
+    assert_eq!(after, before);
+    let msgs = all_messages(s, T, &id).await;
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[0].message, user("mine"));
+
+    // Unknown ids are not found either, whoever asks.
+    let nope = "0190d3c2-0000-7000-8000-000000000000";
+    assert_not_found(s.get_conversation(T, nope).await, "get unknown");
+    assert_not_found(s.messages(T, nope, 0, 10).await, "messages unknown");
+    assert_not_found(s.append(T, nope, complete(vec![user("x")])).await, "append");
+    assert_not_found(
+        s.context_window(T, nope, &Policy::default()).await,
+        "window",
+    );
+    assert_not_found(s.clear_conversation(T, nope).await, "clear unknown");
+    assert_not_found(s.delete_conversation(T, nope).await, "delete unknown");
+    assert_not_found(
+        s.update_message(T, nope, 1, NewMessage::complete(user("x")))
+            .await,
+        "update unknown",
+    );
+}
+
+async fn delete_conversation(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let keep = new_conv(s).await;
+    s.append(T, &id, complete(vec![user("a"), assistant("b")]))
+        .await
+        .unwrap();
+    s.append(T, &keep, complete(vec![user("kept")]))
+        .await
+        .unwrap();
+    let p = Policy {
+        max_tokens: Some(100),
+        trim: TrimMode::Stable,
+        ..Policy::default()
+    };
+    s.context_window(T, &id, &p).await.unwrap();
+    s.delete_conversation(T, &id).await.unwrap();
+    assert_not_found(s.get_conversation(T, &id).await, "get after delete");
+    assert_not_found(s.messages(T, &id, 0, 10).await, "messages after delete");
+    assert_not_found(s.delete_conversation(T, &id).await, "second delete");
+    assert_not_found(
+        s.append(T, &id, complete(vec![user("late")])).await,
+        "append after delete",
+    );
+    let listed: Vec<String> = s
+        .list_conversations(T, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(listed, vec![keep.clone()]);
+    assert_eq!(all_messages(s, T, &keep).await.len(), 1);
+}
+
+async fn clear_conversation(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let mut batch = complete(vec![user("one"), assistant("two"), user("three")]);
+    batch.push(NewMessage::complete(Message::text(Role::System, "sys")));
+    s.append(T, &id, batch).await.unwrap();
+    let p = Policy {
+        max_tokens: Some(30),
+        trim: TrimMode::Stable,
+        ..Policy::default()
+    };
+    s.context_window(T, &id, &p).await.unwrap();
+    assert_eq!(s.clear_conversation(T, &id).await.unwrap(), 4);
+    let c = s.get_conversation(T, &id).await.unwrap();
+    assert_eq!(c.message_count, 0);
+    assert_eq!(c.last_seq, 4, "clearing keeps the seq counter");
+    assert_eq!(c.total_tokens, 0);
+    assert!(all_messages(s, T, &id).await.is_empty());
+    for policy in [Policy::default(), p.clone()] {
+        let w = s.context_window(T, &id, &policy).await.unwrap();
+        assert!(w.messages.is_empty());
+        assert!(w.system_parts.is_empty());
+        assert_eq!(w.older, 0);
+    }
+    // seq continues after the clear; running totals start over.
+    let a = s
+        .append(T, &id, complete(vec![user("four"), assistant("five")]))
+        .await
+        .unwrap();
+    assert_eq!(a, fresh(5..=6));
+    let msgs = all_messages(s, T, &id).await;
+    assert_eq!(msgs.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![5, 6]);
+    assert_eq!(s.clear_conversation(T, &id).await.unwrap(), 2);
+    assert_eq!(s.clear_conversation(T, &id).await.unwrap(), 0);
+    let a = s
+        .append(T, &id, complete(vec![user("again")]))
+        .await
+        .unwrap();
+    assert_eq!(a, fresh(7..=7));
+    for policy in [
+        Policy::default(),
+        p,
+        Policy {
+            max_tokens: Some(5),
+            ..Policy::default()
+        },
+    ] {
+        check_window(s, T, &id, &policy, "after clear").await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Appending
+// ---------------------------------------------------------------------------------------------
+
+async fn append_single_and_batch(s: &dyn Store) {
+    let id = new_conv(s).await;
+    assert!(s.append(T, &id, Vec::new()).await.unwrap().is_empty());
+    let mut expected = Vec::new();
+    for i in 0..5 {
+        let m = if i % 2 == 0 {
+            user(&format!("u{i}"))
+        } else {
+            assistant(&format!("a{i}"))
+        };
+        let r = s
+            .append(T, &id, vec![NewMessage::complete(m.clone())])
+            .await
+            .unwrap();
+        assert_eq!(r, fresh(i + 1..=i + 1));
+        expected.push(m);
+    }
+    let batch: Vec<Message> = (0..40).map(|i| user(&format!("batch {i}"))).collect();
+    let r = s.append(T, &id, complete(batch.clone())).await.unwrap();
+    assert_eq!(r, fresh(6..=45));
+    expected.extend(batch);
+    let msgs = all_messages(s, T, &id).await;
+    assert_eq!(
+        msgs.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        (1..=45).collect::<Vec<_>>()
+    );
+    for (got, want) in msgs.iter().zip(&expected) {
+        assert_eq!(&got.message, want);
+        assert_eq!(got.status, MessageStatus::Complete);
+        assert!(
+            got.created_at > 1_600_000_000_000,
+            "created_at is epoch millis"
+        );
+    }
+    let c = s.get_conversation(T, &id).await.unwrap();
+    assert_eq!((c.message_count, c.last_seq), (45, 45));
+    let tokens: u64 = expected
+        .iter()
+        .map(|m| measure(m, &Tokenizer::O200k).tokens)
+        .sum();
+    assert_eq!(c.total_tokens, tokens as i64);
+    assert!(c.updated_at >= c.created_at);
+}
+
+async fn idempotent_client_ids(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let first = s
+        .append(T, &id, vec![with_id(user("hello"), "c-1")])
+        .await
+        .unwrap();
+    assert_eq!(first, fresh(1..=1));
+    let before = s.get_conversation(T, &id).await.unwrap();
+    // A retry, even with different content, returns the first append's seq and writes nothing.
+    let retry = s
+        .append(T, &id, vec![with_id(user("hello, edited"), "c-1")])
+        .await
+        .unwrap();
+    assert_eq!(
+        retry,
+        vec![Appended {
+            seq: 1,
+            duplicate: true
+        }]
+    );
+    let after = s.get_conversation(T, &id).await.unwrap();
+    assert_eq!(
+        (after.message_count, after.last_seq, after.total_tokens),
+        (before.message_count, before.last_seq, before.total_tokens)
+    );
+    let msgs = all_messages(s, T, &id).await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0].message, with_id(user("hello"), "c-1").message);
+
+    // A batch: new, seen before, new twice over, no id.
+    let r = s
+        .append(
+            T,
+            &id,
+            vec![
+                with_id(assistant("reply"), "c-2"),
+                with_id(user("dup of first"), "c-1"),
+                with_id(user("three"), "c-3"),
+                with_id(user("three again"), "c-3"),
+                NewMessage::complete(user("no id")),
+                with_id(assistant("reply again"), "c-2"),
+            ],
+        )
+        .await
+        .unwrap();
+    let d = |seq, duplicate| Appended { seq, duplicate };
+    assert_eq!(
+        r,
+        vec![
+            d(2, false),
+            d(1, true),
+            d(3, false),
+            d(3, true),
+            d(4, false),
+            d(2, true)
+        ]
+    );
+    let msgs = all_messages(s, T, &id).await;
+    let got: Vec<(i64, Option<String>, Message)> = msgs
+        .iter()
+        .map(|m| (m.seq, m.message.id.clone(), m.message.clone()))
+        .collect();
+    let want = vec![
+        (1, Some("c-1".into()), with_id(user("hello"), "c-1").message),
+        (
+            2,
+            Some("c-2".into()),
+            with_id(assistant("reply"), "c-2").message,
+        ),
+        (3, Some("c-3".into()), with_id(user("three"), "c-3").message),
+        (4, None, user("no id")),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(s.get_conversation(T, &id).await.unwrap().message_count, 4);
+    // Client ids are per conversation.
+    let other = new_conv(s).await;
+    let r = s
+        .append(T, &other, vec![with_id(user("same id elsewhere"), "c-1")])
+        .await
+        .unwrap();
+    assert_eq!(r, fresh(1..=1));
+    // Ids that only differ in case or padding are different ids.
+    let r = s
+        .append(
+            T,
+            &id,
+            vec![with_id(user("x"), "C-1"), with_id(user("y"), "c-1 ")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(r, fresh(5..=6));
+}
+
+async fn message_paging(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let batch: Vec<Message> = (0..23)
+        .map(|i| {
+            if i % 3 == 2 {
+                Message::text(Role::System, format!("s{i}"))
+            } else {
+                user(&format!("m{i}"))
+            }
+        })
+        .collect();
+    s.append(T, &id, complete(batch.clone())).await.unwrap();
+    let mut after = 0;
+    let mut seen = Vec::new();
+    loop {
+        let page = s.messages(T, &id, after, 5).await.unwrap();
+        assert!(page.len() <= 5);
+        let Some(last) = page.last() else { break };
+        assert!(page.iter().all(|m| m.seq > after));
+        after = last.seq;
+        seen.extend(page);
+    }
+    assert_eq!(
+        seen.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        (1..=23).collect::<Vec<_>>()
+    );
+    for (m, want) in seen.iter().zip(&batch) {
+        assert_eq!(&m.message, want, "system messages are listed too");
+    }
+    let mid = s.messages(T, &id, 10, 3).await.unwrap();
+    assert_eq!(
+        mid.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        vec![11, 12, 13]
+    );
+    assert!(s.messages(T, &id, 23, 10).await.unwrap().is_empty());
+    assert!(s.messages(T, &id, 1000, 10).await.unwrap().is_empty());
+    assert!(s.messages(T, &id, 0, 0).await.unwrap().is_empty());
+    assert_eq!(s.messages(T, &id, -5, 2).await.unwrap()[0].seq, 1);
+    // An empty conversation lists nothing (and is found).
+    let empty = new_conv(s).await;
+    assert!(s.messages(T, &empty, 0, 10).await.unwrap().is_empty());
+}
+
+async fn update_message(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let mut rng = Rng::new(7);
+    let mut history = common::conversation(&mut rng, 40);
+    history.insert(5, Message::text(Role::System, "be helpful"));
+    s.append(T, &id, complete(history)).await.unwrap();
+    // A streamed reply: stored partial with what arrived, grown, then completed.
+    let streaming = Message::blocks(
+        Role::Assistant,
+        vec![Block::Text {
+            text: "The answer".into(),
+        }],
+    );
+    let seq = s.append(T, &id, vec![partial(streaming)]).await.unwrap()[0].seq;
+    s.append(T, &id, complete(vec![user("and then?")]))
+        .await
+        .unwrap();
+    let stored = &s.messages(T, &id, seq - 1, 1).await.unwrap()[0];
+    assert_eq!(stored.status, MessageStatus::Partial);
+    let policies = [
+        Policy {
+            max_tokens: Some(400),
+            ..Policy::default()
+        },
+        Policy {
+            max_chars: Some(1500),
+            tokenizer: Tokenizer::Chars4,
+            ..Policy::default()
+        },
+        Policy {
+            max_tokens: Some(600),
+            tokenizer: Tokenizer::Cl100k,
+            trim: TrimMode::Stable,
+            low_water: 0.5,
+            ..Policy::default()
+        },
+        Policy {
+            max_tokens: Some(300),
+            tokenizer: Tokenizer::Chars4,
+            trim: TrimMode::Stable,
+            ..Policy::default()
+        },
+    ];
+    for p in &policies {
+        check_window(s, T, &id, p, "before update").await;
+    }
+    let grown = Message::blocks(
+        Role::Assistant,
+        vec![Block::Text {
+            text: "The answer is a much longer text now. ".repeat(60),
+        }],
+    );
+    s.update_message(T, &id, seq, partial(grown.clone()))
+        .await
+        .unwrap();
+    for p in &policies {
+        check_window(s, T, &id, p, "after growing").await;
+    }
+    let done = Message::blocks(
+        Role::Assistant,
+        vec![
+            Block::Thinking {
+                thinking: "hmm".into(),
+                signature: Some("sig".into()),
+            },
+            Block::Text { text: "42.".into() },
+        ],
+    );
+    s.update_message(T, &id, seq, NewMessage::complete(done.clone()))
+        .await
+        .unwrap();
+    let stored = &s.messages(T, &id, seq - 1, 1).await.unwrap()[0];
+    assert_eq!(stored.seq, seq);
+    assert_eq!(stored.status, MessageStatus::Complete);
+    assert_eq!(stored.message, done);
+    assert_eq!(
+        stored.figures.measure(Tokenizer::O200k),
+        measure(&done, &Tokenizer::O200k)
+    );
+    for p in &policies {
+        check_window(s, T, &id, p, "after completing").await;
+    }
+    // Updating an older message (a cut point becoming a non-turn, and back) keeps every later
+    // running total right.
+    let first_user = all_messages(s, T, &id)
+        .await
+        .into_iter()
+        .find(|m| m.message.is_cut_point())
+        .unwrap();
+    s.update_message(
+        T,
+        &id,
+        first_user.seq,
+        NewMessage::complete(Message::blocks(
+            Role::Assistant,
+            vec![Block::Text {
+                text: "now an assistant message ".repeat(20),
+            }],
+        )),
+    )
+    .await
+    .unwrap();
+    for p in &policies {
+        check_window(s, T, &id, p, "after role change").await;
+    }
+    // A history message becoming a system message leaves the history (and its budgets), and
+    // a system message becoming history joins them.
+    let all = all_messages(s, T, &id).await;
+    let system_seq = all
+        .iter()
+        .find(|m| m.message.role == Role::System)
+        .map(|m| m.seq)
+        .expect("a system message");
+    let last_user = all
+        .iter()
+        .rev()
+        .find(|m| m.message.is_cut_point())
+        .unwrap()
+        .seq;
+    s.update_message(
+        T,
+        &id,
+        last_user,
+        NewMessage::complete(Message::text(Role::System, "now a rule ".repeat(50))),
+    )
+    .await
+    .unwrap();
+    for p in &policies {
+        check_window(s, T, &id, p, "user became system").await;
+    }
+    s.update_message(
+        T,
+        &id,
+        system_seq,
+        NewMessage::complete(user(&"now a question ".repeat(40))),
+    )
+    .await
+    .unwrap();
+    for p in &policies {
+        check_window(s, T, &id, p, "system became user").await;
+    }
+    let total: u64 = all_messages(s, T, &id)
+        .await
+        .iter()
+        .filter(|m| m.message.role != Role::System)
+        .map(|m| measure(&m.message, &Tokenizer::O200k).tokens)
+        .sum();
+    assert_eq!(
+        s.get_conversation(T, &id).await.unwrap().total_tokens,
+        total as i64
+    );
+    match s
+        .update_message(T, &id, 9999, NewMessage::complete(user("x")))
+        .await
+    {
+        Err(StoreError::MessageNotFound { seq: 9999, .. }) => {}
+        other => panic!("expected MessageNotFound, got {other:?}"),
+    }
+}
+
+async fn system_messages(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let big_system = "Rules of the house. ".repeat(400);
+    s.append(
+        T,
+        &id,
+        complete(vec![
+            Message::text(Role::System, "first rule"),
+            user("hello"),
+            assistant("hi"),
+        ]),
+    )
+    .await
+    .unwrap();
+    let turns: Vec<Message> = (0..30)
+        .flat_map(|i| {
+            [
+                user(&format!("question {i} about the weather")),
+                assistant(&format!("answer {i}: it is sunny")),
+            ]
+        })
+        .collect();
+    s.append(T, &id, complete(turns.clone())).await.unwrap();
+    s.append(
+        T,
+        &id,
+        complete(vec![
+            Message::text(Role::System, big_system.clone()),
+            Message::blocks(
+                Role::System,
+                vec![
+                    Block::Text {
+                        text: "part one".into(),
+                    },
+                    Block::Text {
+                        text: "part two".into(),
+                    },
+                ],
+            ),
+            user("last question"),
+        ]),
+    )
+    .await
+    .unwrap();
+    let w = s.context_window(T, &id, &Policy::default()).await.unwrap();
+    assert_eq!(
+        w.system_parts,
+        vec![
+            "first rule".to_string(),
+            big_system.clone(),
+            "part one\npart two".into()
+        ]
+    );
+    assert!(w.messages.iter().all(|m| m.message.role != Role::System));
+    assert_eq!(w.messages.len(), 63);
+    assert_eq!(w.older, 0);
+    // System messages are not history: they never take room in a budget.
+    for p in [
+        Policy {
+            max_tokens: Some(200),
+            ..Policy::default()
+        },
+        Policy {
+            max_chars: Some(500),
+            ..Policy::default()
+        },
+        Policy {
+            max_tokens: Some(150),
+            tokenizer: Tokenizer::Chars4,
+            trim: TrimMode::Stable,
+            ..Policy::default()
+        },
+    ] {
+        check_window(s, T, &id, &p, "system messages").await;
+    }
+    let c = s.get_conversation(T, &id).await.unwrap();
+    assert_eq!(c.message_count, 66);
+    let history_tokens: u64 = all_messages(s, T, &id)
+        .await
+        .iter()
+        .filter(|m| m.message.role != Role::System)
+        .map(|m| measure(&m.message, &Tokenizer::O200k).tokens)
+        .sum();
+    assert_eq!(c.total_tokens, history_tokens as i64);
+}
+
+async fn figures_match_core(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let mut rng = Rng::new(11);
+    let msgs = common::conversation(&mut rng, 60);
+    s.append(T, &id, complete(msgs.clone())).await.unwrap();
+    let stored = all_messages(s, T, &id).await;
+    assert_eq!(stored.len(), msgs.len());
+    for (st, m) in stored.iter().zip(&msgs) {
+        for t in Tokenizer::ALL {
+            assert_eq!(
+                st.figures.measure(t),
+                measure(m, &t),
+                "seq {} under {t}",
+                st.seq
+            );
+            assert_eq!(st.figures.tokens(t), measure(m, &t).tokens as i64);
+        }
+        assert_eq!(st.figures.starts_turn, m.starts_turn());
+        assert_eq!(st.figures.cut_point, m.is_cut_point());
+    }
+    // The window carries the same measures under the policy's tokenizer.
+    for t in Tokenizer::ALL {
+        let w = s
+            .context_window(
+                T,
+                &id,
+                &Policy {
+                    tokenizer: t,
+                    ..Policy::default()
+                },
+            )
+            .await
+            .unwrap();
+        for h in &w.messages {
+            let m = &msgs[h.index - 1];
+            assert_eq!(h.measure, measure(m, &t));
+        }
+    }
+    // Figures the caller computed are stored as given (an import measures in parallel).
+    let m = user("precomputed");
+    let f = recall_store::Figures::of(&m);
+    let seq = s
+        .append(
+            T,
+            &id,
+            vec![NewMessage {
+                message: m.clone(),
+                status: MessageStatus::Complete,
+                figures: Some(f),
+            }],
+        )
+        .await
+        .unwrap()[0]
+        .seq;
+    let back = &s.messages(T, &id, seq - 1, 1).await.unwrap()[0];
+    assert_eq!(back.figures, f);
+}
+
+async fn round_trip_every_block(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let mut meta = Map::new();
+    meta.insert("z_last_first".into(), json!("kept in order"));
+    meta.insert(
+        "a".into(),
+        json!({"b": [1, 2.5, -0.0, 1e-300, 12345678901234567890u64]}),
+    );
+    let mut rng = Rng::new(5);
+    let floats: Vec<Value> = (0..50)
+        .map(|_| json!((rng.f64() - 0.5) * 10f64.powi(rng.range(0, 40) as i32 - 20)))
+        .collect();
+    let messages = vec![
+        Message {
+            role: Role::User,
+            content: recall_core::message::Content::Text(
+                "plain text with \u{0} nul, \"quotes\", emoji 👩‍💻 and\nnewlines".into(),
+            ),
+            id: Some("client-1".into()),
+            metadata: Some(meta.clone()),
+        },
+        Message::blocks(
+            Role::Assistant,
+            vec![
+                Block::Thinking {
+                    thinking: "let me think".into(),
+                    signature: Some("EqQBCkYIBxgCKkD…".into()),
+                },
+                Block::Thinking {
+                    thinking: "unsigned".into(),
+                    signature: None,
+                },
+                Block::RedactedThinking {
+                    data: "cmVkYWN0ZWQ=".into(),
+                },
+                Block::Text {
+                    text: "calling tools".into(),
+                },
+                Block::ToolUse {
+                    id: "toolu_01".into(),
+                    name: "search_documents".into(),
+                    input: json!({"q": "rust", "limit": 5, "floats": floats, "deep": {"z": 1, "a": [null, true]}}),
+                },
+                Block::ToolUse {
+                    id: "toolu_02".into(),
+                    name: "noop".into(),
+                    input: json!({}),
+                },
+                Block::Other {
+                    raw: json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "x"}}),
+                },
+            ],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![
+                Block::ToolResult {
+                    tool_use_id: "toolu_01".into(),
+                    content: ToolResultContent::Blocks(vec![
+                        Block::Text {
+                            text: "result".into(),
+                        },
+                        Block::Image {
+                            raw: json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}),
+                        },
+                    ]),
+                    is_error: Some(false),
+                },
+                Block::ToolResult {
+                    tool_use_id: "toolu_02".into(),
+                    content: ToolResultContent::Text(String::new()),
+                    is_error: Some(true),
+                },
+            ],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![
+                Block::Document {
+                    kind: DocumentKind::Document,
+                    label: "Spec".into(),
+                    raw: json!({"type": "document", "title": "Spec", "source": {"type": "text", "media_type": "text/plain", "data": "body"}, "citations": {"enabled": true}}),
+                },
+                Block::Document {
+                    kind: DocumentKind::SearchResult,
+                    label: "https://example.com".into(),
+                    raw: json!({"type": "search_result", "source": "https://example.com", "title": "", "content": [{"type": "text", "text": "snippet"}]}),
+                },
+                Block::Image {
+                    raw: json!({"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}}),
+                },
+                Block::Text {
+                    text: "what are these?".into(),
+                },
+            ],
+        ),
+        Message {
+            metadata: Some(Map::new()),
+            ..Message::blocks(
+                Role::Assistant,
+                vec![
+                    Block::Other {
+                        raw: json!({"type": "future_block", "payload": {"x": [1, {"y": "z"}]}, "a": 1}),
+                    },
+                    Block::Text { text: " ".into() },
+                ],
+            )
+        },
+        Message::text(Role::System, "system text"),
+        Message::blocks(
+            Role::System,
+            vec![Block::Text {
+                text: "system block".into(),
+            }],
+        ),
+    ];
+    let mut batch = complete(messages.clone());
+    batch[4].status = MessageStatus::Partial;
+    s.append(T, &id, batch).await.unwrap();
+    let stored = all_messages(s, T, &id).await;
+    assert_eq!(stored.len(), messages.len());
+    for (st, m) in stored.iter().zip(&messages) {
+        assert_eq!(
+            st.message.to_json().to_string(),
+            m.to_json().to_string(),
+            "seq {}",
+            st.seq
+        );
+        assert_eq!(&st.message, m);
+    }
+    assert_eq!(stored[4].status, MessageStatus::Partial);
+    assert_eq!(stored[0].status, MessageStatus::Complete);
+    // The window gives the same messages back.
+    let w = s.context_window(T, &id, &Policy::default()).await.unwrap();
+    for h in &w.messages {
+        assert_eq!(h.message, messages[h.index - 1]);
+    }
+}
+
+async fn invalid_messages_rejected(s: &dyn Store) {
+    let id = new_conv(s).await;
+    s.append(T, &id, complete(vec![user("ok")])).await.unwrap();
+    let bad = [
+        user(""),
+        user("   \n"),
+        Message::blocks(Role::Assistant, Vec::new()),
+        Message::blocks(
+            Role::Assistant,
+            vec![Block::Thinking {
+                thinking: "only thinking".into(),
+                signature: None,
+            }],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![Block::Other {
+                raw: json!({"type": "tool_use"}),
+            }],
+        ),
+    ];
+    for m in bad {
+        // Alone, and in a batch with a good message: nothing is written either way.
+        for batch in [
+            vec![NewMessage::complete(m.clone())],
+            vec![
+                NewMessage::complete(user("good")),
+                NewMessage::complete(m.clone()),
+            ],
+        ] {
+            match s.append(T, &id, batch).await {
+                Err(StoreError::Invalid(_)) => {}
+                other => panic!("{m:?}: expected Invalid, got {other:?}"),
+            }
+        }
+        match s
+            .update_message(T, &id, 1, NewMessage::complete(m.clone()))
+            .await
+        {
+            Err(StoreError::Invalid(_)) => {}
+            other => panic!("update {m:?}: expected Invalid, got {other:?}"),
+        }
+    }
+    let msgs = all_messages(s, T, &id).await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0].message, user("ok"));
+    let c = s.get_conversation(T, &id).await.unwrap();
+    assert_eq!((c.message_count, c.last_seq), (1, 1));
+    // Every method still works on the conversation.
+    s.context_window(T, &id, &Policy::default()).await.unwrap();
+    // Text columns cannot hold NUL on every database: rejected the same way everywhere.
+    match s
+        .append(T, &id, vec![with_id(user("x"), "nul\u{0}id")])
+        .await
+    {
+        Err(StoreError::Invalid(_)) => {}
+        other => panic!("NUL client id: expected Invalid, got {other:?}"),
+    }
+    match s
+        .create_conversation(
+            T,
+            NewConversation {
+                title: Some("a\u{0}b".into()),
+                ..NewConversation::default()
+            },
+        )
+        .await
+    {
+        Err(StoreError::Invalid(_)) => {}
+        other => panic!("NUL title: expected Invalid, got {other:?}"),
+    }
+    assert_not_found(s.get_conversation(T, "nul\u{0}").await, "NUL id");
+    assert_not_found(s.get_conversation("t\u{0}", &id).await, "NUL tenant");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Context windows
+// ---------------------------------------------------------------------------------------------
+
+/// Random conversations, appended in random chunks; after each chunk, random policies (and a
+/// fixed set of stable ones, so their persisted state advances step by step) are checked
+/// against the selection over the whole conversation in memory.
+async fn context_window_matches_memory(s: &dyn Store) {
+    let seed = std::env::var("RECALL_TEST_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20240601u64);
+    let mut rng = Rng::new(seed);
+    for round in 0..10 {
+        let id = new_conv(s).await;
+        let n = rng.range(20, 140) as usize;
+        let msgs = common::conversation(&mut rng, n);
+        let stable: Vec<Policy> = (0..3)
+            .map(|_| {
+                let mut p = common::policy(&mut rng);
+                p.trim = TrimMode::Stable;
+                if p.max_tokens.is_none() && p.max_chars.is_none() {
+                    p.max_tokens = Some(rng.range(50, 3000));
+                }
+                p
+            })
+            .collect();
+        let mut i = 0;
+        while i < msgs.len() {
+            let take = (rng.range(1, 25) as usize).min(msgs.len() - i);
+            s.append(T, &id, complete(msgs[i..i + take].to_vec()))
+                .await
+                .unwrap();
+            i += take;
+            let what = format!("seed {seed} round {round} after {i} messages");
+            for p in &stable {
+                check_window(s, T, &id, p, &what).await;
+            }
+            for _ in 0..3 {
+                let p = common::policy(&mut rng);
+                check_window(s, T, &id, &p, &what).await;
+            }
+        }
+    }
+}
+
+/// Selection over a window must not stop early because a tool_use without a result (stripped
+/// by recall-core's repair) costs less than its stored figures.
+async fn orphan_tool_use_does_not_shrink_window(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let mut msgs = Vec::new();
+    for i in 0..10 {
+        msgs.push(user(&format!("question {i}")));
+        msgs.push(assistant(&format!("answer {i}")));
+    }
+    msgs.push(user("run the big tool"));
+    // An interrupted tool call: a huge input, never answered.
+    msgs.push(Message::blocks(
+        Role::Assistant,
+        vec![Block::ToolUse {
+            id: "toolu_lost".into(),
+            name: "run_code".into(),
+            input: json!({"code": "x = 1\n".repeat(500)}),
+        }],
+    ));
+    msgs.push(user("never mind, what's 2+2?"));
+    s.append(T, &id, complete(msgs)).await.unwrap();
+    for t in Tokenizer::ALL {
+        for max in [40, 80, 150, 400] {
+            let p = Policy {
+                max_tokens: Some(max),
+                tokenizer: t,
+                ..Policy::default()
+            };
+            check_window(s, T, &id, &p, "orphan tool_use").await;
+        }
+        let p = Policy {
+            max_chars: Some(200),
+            tokenizer: t,
+            ..Policy::default()
+        };
+        check_window(s, T, &id, &p, "orphan tool_use (chars)").await;
+    }
+    // The newest message an unanswered tool call (an agent loop mid-turn).
+    s.append(
+        T,
+        &id,
+        complete(vec![Message::blocks(
+            Role::Assistant,
+            vec![
+                Block::Text {
+                    text: "let me check".into(),
+                },
+                Block::ToolUse {
+                    id: "toolu_pending".into(),
+                    name: "search_documents".into(),
+                    input: json!({"q": "y ".repeat(800)}),
+                },
+            ],
+        )]),
+    )
+    .await
+    .unwrap();
+    for max in [30, 60, 120] {
+        let p = Policy {
+            max_tokens: Some(max),
+            ..Policy::default()
+        };
+        check_window(s, T, &id, &p, "pending tool_use").await;
+    }
+}
+
+/// The store reads a window whose size follows the budget, not the conversation.
+async fn context_window_is_bounded(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let mut rng = Rng::new(3);
+    let mut msgs = Vec::with_capacity(2000);
+    for i in 0..1000 {
+        msgs.push(user(&format!(
+            "question {i}: {}",
+            common::text(&mut rng, 10)
+        )));
+        msgs.push(assistant(&common::text(&mut rng, 30)));
+    }
+    for chunk in msgs.chunks(500) {
+        s.append(T, &id, complete(chunk.to_vec())).await.unwrap();
+    }
+    for t in Tokenizer::ALL {
+        for trim in [TrimMode::Sliding, TrimMode::Stable] {
+            let p = Policy {
+                max_tokens: Some(2000),
+                tokenizer: t,
+                trim,
+                ..Policy::default()
+            };
+            let w = s.context_window(T, &id, &p).await.unwrap();
+            assert!(
+                w.messages.len() < 200,
+                "{t} {trim:?}: read {} of 2000 messages for a 2000-token budget",
+                w.messages.len()
+            );
+            assert_eq!(w.older + w.messages.len(), 2000);
+            check_window(s, T, &id, &p, "bounded").await;
+        }
+    }
+    let p = Policy {
+        max_turns: Some(5),
+        ..Policy::default()
+    };
+    let w = s.context_window(T, &id, &p).await.unwrap();
+    assert!(
+        w.messages.len() <= 14,
+        "read {} for 5 turns",
+        w.messages.len()
+    );
+    check_window(s, T, &id, &p, "bounded turns").await;
+    let p = Policy {
+        max_chars: Some(3000),
+        ..Policy::default()
+    };
+    let w = s.context_window(T, &id, &p).await.unwrap();
+    assert!(
+        w.messages.len() < 100,
+        "read {} for 3000 chars",
+        w.messages.len()
+    );
+    check_window(s, T, &id, &p, "bounded chars").await;
+}
+
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::common::sqlite().await;
+                    super::$name(&db.store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = crate::common::pg().await else { return };
+                    super::$name(&db.store).await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    create_get_list,
+    tenant_scoping,
+    delete_conversation,
+    clear_conversation,
+    append_single_and_batch,
+    idempotent_client_ids,
+    message_paging,
+    update_message,
+    system_messages,
+    figures_match_core,
+    round_trip_every_block,
+    invalid_messages_rejected,
+    context_window_matches_memory,
+    orphan_tool_use_does_not_shrink_window,
+    context_window_is_bounded,
+);
