@@ -1,0 +1,273 @@
+//! recall-engine: the use cases every interface shares. The CLI, the HTTP server and the MCP
+//! server parse their own arguments and call these functions; none of them talks to the store
+//! or renders a prompt by itself.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), recall_engine::EngineError> {
+//! use recall_engine::{Engine, Limits};
+//! use recall_core::{ContextRequest, Format};
+//! let engine = Engine::open("sqlite:///tmp/recall.db", Limits::default()).await?;
+//! let conv = engine.create_conversation("default", Default::default()).await?;
+//! engine.append_message("default", &conv.id, serde_json::json!({"role": "user", "content": "hi"})).await?;
+//! let ctx = engine.context("default", &conv.id, &ContextRequest::new(Format::Transcript)).await?;
+//! println!("{}", ctx.prompt.to_text());
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod transfer;
+
+use std::sync::Arc;
+
+use recall_core::context::{assemble, ContextOutput, ContextRequest, Gathered};
+use recall_core::message::Message;
+use recall_core::parse::parse_message_value;
+use recall_core::policy::{Format, Policy, PolicyOverrides};
+use recall_store::{Appended, Conversation, NewConversation, NewMessage, Store};
+use serde_json::Value;
+
+pub use error::EngineError;
+pub use recall_store::{self as store, DEFAULT_TENANT};
+pub use transfer::{ImportReport, ImportTarget};
+
+/// Size limits applied to everything that comes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest message, as the bytes of its JSON content (default 1 MiB).
+    pub max_message_bytes: usize,
+    /// Most messages accepted in one append request (imports are not limited).
+    pub max_messages_per_append: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 1 << 20,
+            max_messages_per_append: 1000,
+        }
+    }
+}
+
+/// The result of an append: one entry per message, and the warnings of validation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AppendReport {
+    pub appended: Vec<Appended>,
+    pub warnings: Vec<String>,
+}
+
+/// The engine: a store and the limits.
+#[derive(Clone)]
+pub struct Engine {
+    store: Arc<dyn Store>,
+    limits: Limits,
+}
+
+impl Engine {
+    /// Wraps a store.
+    pub fn new(store: Arc<dyn Store>, limits: Limits) -> Engine {
+        Engine { store, limits }
+    }
+
+    /// Opens the database a URL names (see [`recall_store::open`]).
+    pub async fn open(url: &str, limits: Limits) -> Result<Engine, EngineError> {
+        let store = recall_store::open(url).await?;
+        Ok(Engine::new(Arc::from(store), limits))
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Creates a conversation. A default policy, when given, must be a valid policy object.
+    pub async fn create_conversation(
+        &self,
+        tenant: &str,
+        new: NewConversation,
+    ) -> Result<Conversation, EngineError> {
+        if let Some(p) = &new.policy {
+            StoredPolicy::parse(p)?;
+        }
+        Ok(self.store.create_conversation(tenant, new).await?)
+    }
+
+    pub async fn get_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Conversation, EngineError> {
+        Ok(self.store.get_conversation(tenant, id).await?)
+    }
+
+    pub async fn list_conversations(
+        &self,
+        tenant: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Conversation>, EngineError> {
+        Ok(self.store.list_conversations(tenant, after, limit).await?)
+    }
+
+    pub async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), EngineError> {
+        Ok(self.store.delete_conversation(tenant, id).await?)
+    }
+
+    pub async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, EngineError> {
+        Ok(self.store.clear_conversation(tenant, id).await?)
+    }
+
+    /// Checks one message (always strict, FORMATS.md §1) and its size.
+    pub fn validate_message(&self, value: Value, index: usize) -> Result<Message, EngineError> {
+        let size = value.get("content").map_or(0, json_len);
+        if size > self.limits.max_message_bytes {
+            return Err(EngineError::TooLarge {
+                what: format!("message {index}"),
+                size,
+                limit: self.limits.max_message_bytes,
+            });
+        }
+        parse_message_value(value, index, "messages")
+            .map_err(|w| EngineError::Invalid(w.trim_end_matches(", skipping").to_string()))
+    }
+
+    /// Appends one message given as JSON (Anthropic- or OpenAI-shaped). Strict: an invalid or
+    /// empty message is an error and nothing is stored.
+    pub async fn append_message(
+        &self,
+        tenant: &str,
+        id: &str,
+        value: Value,
+    ) -> Result<Appended, EngineError> {
+        let report = self.append_messages(tenant, id, vec![value]).await?;
+        report
+            .appended
+            .into_iter()
+            .next()
+            .ok_or_else(|| EngineError::Invalid("nothing was appended".into()))
+    }
+
+    /// Appends several messages in one transaction. Every message is validated strictly
+    /// first; one invalid message rejects the request and nothing is stored. OpenAI `tool`
+    /// messages in a row become one user message of tool results, as in an import.
+    pub async fn append_messages(
+        &self,
+        tenant: &str,
+        id: &str,
+        values: Vec<Value>,
+    ) -> Result<AppendReport, EngineError> {
+        if values.is_empty() {
+            return Err(EngineError::Invalid("no messages to append".into()));
+        }
+        if values.len() > self.limits.max_messages_per_append {
+            return Err(EngineError::Invalid(format!(
+                "{} messages in one request, over the limit of {}",
+                values.len(),
+                self.limits.max_messages_per_append
+            )));
+        }
+        for (i, v) in values.iter().enumerate() {
+            let size = v.get("content").map_or(0, json_len);
+            if size > self.limits.max_message_bytes {
+                return Err(EngineError::TooLarge {
+                    what: format!("messages[{i}]"),
+                    size,
+                    limit: self.limits.max_message_bytes,
+                });
+            }
+        }
+        let conv = recall_core::parse::conversation_from_value(
+            Value::Array(values),
+            &recall_core::parse::ParseOptions::strict(),
+        )?;
+        let messages: Vec<NewMessage> = conv
+            .messages
+            .into_iter()
+            .map(|m| NewMessage::complete(m.message))
+            .collect();
+        let appended = self.store.append(tenant, id, messages).await?;
+        Ok(AppendReport {
+            appended,
+            warnings: conv.warnings,
+        })
+    }
+
+    /// Builds the context of a stored conversation: the format's defaults, then the
+    /// conversation's default policy, then the request's values. Only the messages the
+    /// limits can reach are read.
+    pub async fn context(
+        &self,
+        tenant: &str,
+        id: &str,
+        req: &ContextRequest,
+    ) -> Result<ContextOutput, EngineError> {
+        let conv = self.store.get_conversation(tenant, id).await?;
+        let policy = effective_policy(&conv, req)?;
+        let window = self.store.context_window(tenant, id, &policy).await?;
+        let mut system_parts: Vec<String> = conv
+            .system_prompt
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .cloned()
+            .collect();
+        system_parts.extend(
+            window
+                .system_parts
+                .into_iter()
+                .filter(|s| !s.trim().is_empty()),
+        );
+        let gathered = Gathered {
+            system_parts,
+            history: window.messages,
+            older: window.older,
+            window_start: 0,
+            skipped: 0,
+            warnings: Vec::new(),
+        };
+        Ok(assemble(gathered, req, policy)?)
+    }
+}
+
+/// A conversation's stored default policy: an optional `format` and policy values.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredPolicy {
+    pub format: Option<Format>,
+    #[serde(flatten)]
+    pub overrides: PolicyOverrides,
+}
+
+impl StoredPolicy {
+    /// Reads a stored policy; names the problem when it is not one.
+    pub fn parse(v: &Value) -> Result<StoredPolicy, EngineError> {
+        serde_json::from_value(v.clone())
+            .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))
+    }
+}
+
+/// Format defaults, then the conversation's policy, then the request's overrides.
+pub fn effective_policy(conv: &Conversation, req: &ContextRequest) -> Result<Policy, EngineError> {
+    let mut policy = req.format.default_policy();
+    if let Some(p) = &conv.policy {
+        policy = StoredPolicy::parse(p)?.overrides.apply(policy)?;
+    }
+    Ok(req.overrides.apply(policy)?)
+}
+
+/// The format a conversation's policy names, if any.
+pub fn conversation_format(conv: &Conversation) -> Option<Format> {
+    conv.policy
+        .as_ref()
+        .and_then(|p| StoredPolicy::parse(p).ok())
+        .and_then(|p| p.format)
+}
+
+fn json_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        other => other.to_string().len(),
+    }
+}

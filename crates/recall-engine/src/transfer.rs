@@ -1,0 +1,206 @@
+//! Import and export: whole conversations as JSON Lines (or any input shape `recall render`
+//! reads), written in one transaction so a failed import stores nothing.
+
+use std::io::Write;
+
+use recall_core::parse::{parse_conversation, ParseOptions};
+use recall_store::{Figures, MessageStatus, NewConversation, NewMessage};
+use serde_json::{Map, Value};
+
+use crate::{Engine, EngineError};
+
+/// Where an import goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportTarget {
+    /// A new conversation with this title (the input's top-level `system` becomes its system
+    /// prompt).
+    New { title: Option<String> },
+    /// An existing conversation: messages are appended after its own.
+    Existing(String),
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ImportReport {
+    pub conversation_id: String,
+    pub imported: usize,
+    /// Duplicates of client ids already stored (not written again).
+    pub duplicates: usize,
+    pub skipped: usize,
+    pub warnings: Vec<String>,
+}
+
+/// Progress callbacks: `(done, total)` while messages are measured.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+impl Engine {
+    /// Imports a conversation from text (JSON Lines, a JSON array, or a `{"system",
+    /// "messages"}` object; Anthropic- or OpenAI-shaped). In strict mode any invalid message
+    /// rejects the whole input. A malformed JSON line is reported by number. Nothing is stored
+    /// unless everything is.
+    pub async fn import(
+        &self,
+        tenant: &str,
+        target: ImportTarget,
+        input: &str,
+        strict: bool,
+        progress: Progress<'_>,
+    ) -> Result<ImportReport, EngineError> {
+        let opts = ParseOptions {
+            strict,
+            ..ParseOptions::default()
+        };
+        let conv = parse_conversation(input, &opts)?;
+        for im in &conv.messages {
+            let size = im
+                .message
+                .to_json()
+                .get("content")
+                .map_or(0, |c| c.to_string().len());
+            if size > self.limits.max_message_bytes {
+                return Err(EngineError::TooLarge {
+                    what: format!("messages[{}]", im.index),
+                    size,
+                    limit: self.limits.max_message_bytes,
+                });
+            }
+        }
+        let messages: Vec<recall_core::Message> =
+            conv.messages.into_iter().map(|m| m.message).collect();
+        let figures = measure_all(&messages, progress);
+        let batch: Vec<NewMessage> = messages
+            .into_iter()
+            .zip(figures)
+            .map(|(message, f)| NewMessage {
+                message,
+                status: MessageStatus::Complete,
+                figures: Some(f),
+            })
+            .collect();
+
+        let (id, created) = match target {
+            ImportTarget::Existing(id) => {
+                self.store.get_conversation(tenant, &id).await?;
+                (id, false)
+            }
+            ImportTarget::New { title } => {
+                let c = self
+                    .store
+                    .create_conversation(
+                        tenant,
+                        NewConversation {
+                            title,
+                            system_prompt: conv.system.clone(),
+                            ..NewConversation::default()
+                        },
+                    )
+                    .await?;
+                (c.id, true)
+            }
+        };
+        let mut batch = batch;
+        if !created {
+            if let Some(system) = &conv.system {
+                batch.insert(
+                    0,
+                    NewMessage::complete(recall_core::Message::text(
+                        recall_core::Role::System,
+                        system.clone(),
+                    )),
+                );
+            }
+        }
+        let appended = match self.store.append(tenant, &id, batch).await {
+            Ok(a) => a,
+            Err(e) => {
+                if created {
+                    // Leave nothing behind: the conversation was made for this import.
+                    let _ = self.store.delete_conversation(tenant, &id).await;
+                }
+                return Err(e.into());
+            }
+        };
+        let duplicates = appended.iter().filter(|a| a.duplicate).count();
+        Ok(ImportReport {
+            conversation_id: id,
+            imported: appended.len() - duplicates,
+            duplicates,
+            skipped: conv.skipped,
+            warnings: conv.warnings,
+        })
+    }
+
+    /// Writes a conversation as JSON Lines that [`Engine::import`] reads back to the same
+    /// conversation: its system prompt first (as a system message), then every message with
+    /// its client id and metadata. Returns the number of lines written.
+    pub async fn export(
+        &self,
+        tenant: &str,
+        id: &str,
+        out: &mut (dyn Write + Send),
+    ) -> Result<usize, EngineError> {
+        const PAGE: u32 = 1000;
+        let conv = self.store.get_conversation(tenant, id).await?;
+        let mut lines = 0;
+        let io = |e: std::io::Error| EngineError::Invalid(format!("cannot write the export: {e}"));
+        if let Some(system) = conv.system_prompt.as_ref().filter(|s| !s.is_empty()) {
+            let mut m = Map::new();
+            m.insert("role".into(), "system".into());
+            m.insert("content".into(), Value::String(system.clone()));
+            writeln!(out, "{}", Value::Object(m)).map_err(io)?;
+            lines += 1;
+        }
+        let mut after = 0;
+        loop {
+            let page = self.store.messages(tenant, id, after, PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for m in &page {
+                writeln!(out, "{}", m.message.to_json()).map_err(io)?;
+                lines += 1;
+            }
+            if page.len() < PAGE as usize {
+                break;
+            }
+        }
+        out.flush().map_err(io)?;
+        Ok(lines)
+    }
+}
+
+/// Measures every message on all cores, reporting progress.
+fn measure_all(messages: &[recall_core::Message], progress: Progress<'_>) -> Vec<Figures> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let total = messages.len();
+    let done = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .max(1);
+    if total == 0 {
+        return Vec::new();
+    }
+    let chunk = total.div_ceil(threads).max(1);
+    let done_ref = &done;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = messages
+            .chunks(chunk)
+            .map(|c| {
+                s.spawn(move || {
+                    let mut out = Vec::with_capacity(c.len());
+                    for m in c {
+                        out.push(Figures::of(m));
+                        let n = done_ref.fetch_add(1, Ordering::Relaxed) + 1;
+                        if n % 256 == 0 || n == total {
+                            progress(n, total);
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
