@@ -1,0 +1,335 @@
+//! The Anthropic Messages API adapter: `POST {base}/v1/messages` with `stream: true`.
+
+mod stream;
+mod wire;
+
+pub(crate) use stream::{default_reason, parse_tool_input, MessageStream, Step};
+pub(crate) use wire::{StreamEvent, WireUsage};
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Backend, EventStream};
+use crate::error::BackendError;
+use crate::event::{BackendEvent, ChatRequest};
+use crate::http::{self, Flow, SseDecoder, Timeouts};
+use crate::key::ApiKey;
+use crate::render::{kept, require_messages};
+use crate::retry::RetryPolicy;
+use crate::sse::SseEvent;
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Settings of the Anthropic backend.
+#[derive(Debug, Clone)]
+pub struct AnthropicConfig {
+    /// The API root without `/v1` (default `https://api.anthropic.com`).
+    pub base_url: String,
+    /// Sent as `x-api-key`; local servers may not need one.
+    pub api_key: Option<ApiKey>,
+    /// The model used when the request names none.
+    pub model: String,
+    /// Retries on 429/5xx/529 before any output.
+    pub retry: RetryPolicy,
+    /// Connect, idle and total time limits.
+    pub timeouts: Timeouts,
+    /// Where the user sets the key, named in authentication errors.
+    pub key_env: String,
+}
+
+impl Default for AnthropicConfig {
+    fn default() -> Self {
+        AnthropicConfig {
+            base_url: "https://api.anthropic.com".into(),
+            api_key: None,
+            model: "claude-sonnet-4-6".into(),
+            retry: RetryPolicy::default(),
+            timeouts: Timeouts::default(),
+            key_env: "ANTHROPIC_API_KEY".into(),
+        }
+    }
+}
+
+impl AnthropicConfig {
+    /// The defaults with `api_key`.
+    pub fn with_key(api_key: impl Into<ApiKey>) -> Self {
+        AnthropicConfig {
+            api_key: Some(api_key.into()),
+            ..AnthropicConfig::default()
+        }
+    }
+}
+
+/// The Anthropic Messages API backend.
+#[derive(Debug, Clone)]
+pub struct AnthropicBackend {
+    config: AnthropicConfig,
+    client: reqwest::Client,
+    url: reqwest::Url,
+}
+
+impl AnthropicBackend {
+    /// A backend for `config`; fails on a bad base URL.
+    pub fn new(config: AnthropicConfig) -> Result<Self, BackendError> {
+        let client = http::client(&config.timeouts)?;
+        let url = http::join_url(&config.base_url, "/v1/messages")?;
+        Ok(AnthropicBackend {
+            config,
+            client,
+            url,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AnthropicConfig {
+        &self.config
+    }
+
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, BackendError> {
+        use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+        let mut h = HeaderMap::new();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        h.insert(
+            "anthropic-version",
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        if let Some(key) = &self.config.api_key {
+            let mut v = HeaderValue::from_str(key.expose()).map_err(|_| {
+                BackendError::invalid_request(
+                    "the API key contains characters that are not allowed in an HTTP header",
+                )
+            })?;
+            v.set_sensitive(true);
+            h.insert("x-api-key", v);
+        }
+        Ok(h)
+    }
+}
+
+/// The request body sent for `req`: `model`, `max_tokens`, `system` (a string, from
+/// `req.system` and any system messages), `messages` (recall-core's `anthropic` rendering:
+/// thinking kept only in the newest assistant message) and `stream: true`.
+pub fn request_body(req: &ChatRequest, default_model: &str) -> Result<Value, BackendError> {
+    require_messages(&req.messages)?;
+    let system = req.system_parts();
+    let kept = kept(&req.messages);
+    let rendered = recall_core::render::render_anthropic(&recall_core::RenderInput {
+        system_parts: &system,
+        kept: &kept,
+        current: None,
+        escape: false,
+    });
+    let mut body = Map::new();
+    body.insert(
+        "model".into(),
+        req.model.as_deref().unwrap_or(default_model).into(),
+    );
+    body.insert("max_tokens".into(), req.max_tokens.into());
+    if let Some(s) = rendered.get("system") {
+        body.insert("system".into(), s.clone());
+    }
+    body.insert(
+        "messages".into(),
+        rendered
+            .get("messages")
+            .cloned()
+            .unwrap_or(Value::Array(vec![])),
+    );
+    body.insert("stream".into(), Value::Bool(true));
+    Ok(Value::Object(body))
+}
+
+/// Maps an HTTP error status and body.
+fn map_status(status: u16, body: &str, secret: Option<&str>, key_env: &str) -> BackendError {
+    let parsed: wire::ErrorBody = serde_json::from_str(body).unwrap_or_else(|_| wire::ErrorBody {
+        error: wire::ApiError {
+            error_type: String::new(),
+            message: body.to_string(),
+        },
+    });
+    stream::api_error(&parsed.error, Some(status), secret, key_env)
+}
+
+#[async_trait::async_trait]
+impl Backend for AnthropicBackend {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    async fn stream(
+        &self,
+        req: ChatRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, BackendError> {
+        let body = serde_json::to_vec(&request_body(&req, &self.config.model)?)
+            .map_err(|e| BackendError::invalid_request(format!("cannot encode request: {e}")))?;
+        let headers = self.headers()?;
+        let timeouts = self.config.timeouts;
+        let deadline = timeouts.total.map(|t| Instant::now() + t);
+        let secret = self.config.api_key.as_ref().map(|k| k.expose().to_string());
+        let resp = http::send(
+            || {
+                self.client
+                    .post(self.url.clone())
+                    .headers(headers.clone())
+                    .body(body.clone())
+            },
+            &self.config.retry,
+            &timeouts,
+            deadline,
+            &cancel,
+            secret.as_deref(),
+            |status, body| map_status(status, body, secret.as_deref(), &self.config.key_env),
+        )
+        .await?;
+        check_event_stream(&resp)?;
+        let decoder = AnthropicDecoder {
+            stream: MessageStream::new(secret.clone(), &self.config.key_env),
+        };
+        Ok(http::spawn_sse(
+            resp, decoder, cancel, timeouts, deadline, secret,
+        ))
+    }
+}
+
+/// Fails when a 2xx response is not an event stream (a proxy's JSON, an HTML page).
+pub(crate) fn check_event_stream(resp: &reqwest::Response) -> Result<(), BackendError> {
+    let ct = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if ct.is_empty() || ct.starts_with("text/event-stream") {
+        Ok(())
+    } else {
+        Err(BackendError::protocol(format!(
+            "expected an event stream (text/event-stream), got '{ct}'"
+        )))
+    }
+}
+
+/// SSE → events for the Messages API.
+struct AnthropicDecoder {
+    stream: MessageStream,
+}
+
+impl SseDecoder for AnthropicDecoder {
+    fn on_event(
+        &mut self,
+        ev: SseEvent,
+        out: &mut Vec<BackendEvent>,
+    ) -> Result<Flow, BackendError> {
+        if ev.data.trim().is_empty() {
+            return Ok(Flow::Continue);
+        }
+        let mut value: Value = serde_json::from_str(&ev.data).map_err(|e| {
+            BackendError::protocol(format!("event '{}' is not JSON: {e}", ev.event))
+        })?;
+        // The `type` in the data is authoritative; fall back to the SSE event name.
+        if value.get("type").is_none() && !ev.event.is_empty() {
+            if let Value::Object(m) = &mut value {
+                m.insert("type".into(), Value::String(ev.event.clone()));
+            }
+        }
+        let parsed: StreamEvent = serde_json::from_value(value)
+            .map_err(|e| BackendError::protocol(format!("malformed '{}' event: {e}", ev.event)))?;
+        match self.stream.handle(parsed, out) {
+            Step::Continue => Ok(Flow::Continue),
+            Step::MessageStop => {
+                out.push(BackendEvent::Done {
+                    stop_reason: self.stream.stop_reason.clone(),
+                });
+                Ok(Flow::Finished)
+            }
+            Step::Error(e) => Err(e),
+        }
+    }
+
+    fn on_eof(&mut self, out: &mut Vec<BackendEvent>) {
+        out.push(BackendEvent::Error(BackendError::stream(
+            "the connection closed before the message was complete (no message_stop)",
+        )));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::BackendErrorKind;
+    use recall_core::{Message, Role};
+    use serde_json::json;
+
+    #[test]
+    fn body_has_model_system_messages_and_stream() {
+        let mut req = ChatRequest::new(vec![
+            Message::text(Role::System, "Be brief."),
+            Message::text(Role::User, "Hi"),
+            Message::text(Role::Assistant, "Hello"),
+            Message::text(Role::User, "Bye"),
+        ]);
+        req.system = Some("You are recall.".into());
+        req.max_tokens = 100;
+        let b = request_body(&req, "m1").unwrap();
+        assert_eq!(
+            b,
+            json!({
+                "model": "m1",
+                "max_tokens": 100,
+                "system": "You are recall.\nBe brief.",
+                "messages": [
+                    {"role": "user", "content": "Hi"},
+                    {"role": "assistant", "content": "Hello"},
+                    {"role": "user", "content": "Bye"},
+                ],
+                "stream": true,
+            })
+        );
+        assert_eq!(
+            serde_json::to_string(&b).unwrap().find("\"model\""),
+            Some(1),
+            "model comes first"
+        );
+    }
+
+    #[test]
+    fn empty_request_is_refused() {
+        let e = request_body(&ChatRequest::new(vec![]), "m").unwrap_err();
+        assert!(e.to_string().contains("no messages"), "{e}");
+    }
+
+    #[test]
+    fn status_mapping() {
+        let e = map_status(
+            401,
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-1234567"}}"#,
+            Some("sk-1234567"),
+            "ANTHROPIC_API_KEY",
+        );
+        assert!(matches!(e.kind, BackendErrorKind::Auth { .. }));
+        let e = map_status(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad sk-1234567"}}"#,
+            Some("sk-1234567"),
+            "K",
+        );
+        assert_eq!(
+            e.to_string(),
+            "HTTP 400 from the provider: invalid_request_error: bad [redacted]"
+        );
+        let e = map_status(502, "<html>bad gateway</html>", None, "K");
+        assert_eq!(
+            e.to_string(),
+            "HTTP 502 from the provider: <html>bad gateway</html>"
+        );
+        let e = map_status(529, "", None, "K");
+        assert!(matches!(e.kind, BackendErrorKind::Overloaded));
+        let e = map_status(503, "", None, "K");
+        assert_eq!(
+            e.to_string(),
+            "HTTP 503 from the provider: Service Unavailable"
+        );
+    }
+}

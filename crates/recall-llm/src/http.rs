@@ -1,0 +1,328 @@
+//! What the two HTTP adapters share: sending with retries, mapping transport errors, and the
+//! task that reads an SSE body into events.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::HeaderMap;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{channel, Emitter, EventStream};
+use crate::error::{error_chain, redact, BackendError, BackendErrorKind};
+use crate::event::BackendEvent;
+use crate::retry::{is_retryable_status, parse_retry_after, RetryPolicy};
+use crate::sse::{SseEvent, SseParser};
+
+/// Time limits of an HTTP backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Connecting (TCP and TLS).
+    pub connect: Duration,
+    /// The longest silence allowed while waiting for the response head or the next body
+    /// bytes. Anthropic sends `ping` events, so a healthy stream is never silent this long.
+    pub idle: Duration,
+    /// The whole call, retries and streaming included; `None` for no limit.
+    pub total: Option<Duration>,
+}
+
+impl Default for Timeouts {
+    /// 10 s to connect, 5 minutes of silence, 15 minutes in all.
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            idle: Duration::from_secs(300),
+            total: Some(Duration::from_secs(900)),
+        }
+    }
+}
+
+/// How long an error body may take to read, and how much of it is read.
+const ERROR_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+const ERROR_BODY_MAX: usize = 64 * 1024;
+
+/// Builds the shared reqwest client.
+pub(crate) fn client(timeouts: &Timeouts) -> Result<reqwest::Client, BackendError> {
+    reqwest::Client::builder()
+        .connect_timeout(timeouts.connect)
+        .build()
+        .map_err(|e| BackendError::invalid_request(format!("cannot build the HTTP client: {e}")))
+}
+
+/// Joins a base URL and a path, accepting a base with or without a trailing slash.
+pub(crate) fn join_url(base: &str, path: &str) -> Result<reqwest::Url, BackendError> {
+    let url = format!("{}{}", base.trim_end_matches('/'), path);
+    reqwest::Url::parse(&url)
+        .map_err(|e| BackendError::invalid_request(format!("bad base URL '{base}': {e}")))
+}
+
+/// A mapped HTTP error status: the error, and the `retry-after` the provider asked for.
+pub(crate) struct StatusError {
+    pub error: BackendError,
+    pub retry_after: Option<Duration>,
+}
+
+/// Sends the request built by `build` until it gets a 2xx, retrying retryable statuses
+/// under `policy` (waiting as the provider's `retry-after` asks). `map_status` turns an
+/// error status and its body into an error (it must redact the key). Cancellation and the
+/// deadline are honoured while sending and while waiting.
+pub(crate) async fn send(
+    build: impl Fn() -> reqwest::RequestBuilder,
+    policy: &RetryPolicy,
+    timeouts: &Timeouts,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+    secret: Option<&str>,
+    map_status: impl Fn(u16, &str) -> BackendError,
+) -> Result<reqwest::Response, BackendError> {
+    let mut retry = 0u32;
+    loop {
+        let attempt = async {
+            let resp = tokio::time::timeout(timeouts.idle, build().send())
+                .await
+                .map_err(|_| {
+                    BackendError::new(BackendErrorKind::Timeout {
+                        after: timeouts.idle,
+                    })
+                })?
+                .map_err(|e| transport_error(&e, secret, false))?;
+            let status = resp.status().as_u16();
+            if resp.status().is_success() {
+                return Ok(Ok(resp));
+            }
+            let retry_after = header_retry_after(resp.headers());
+            let body = read_error_body(resp).await;
+            let mut error = map_status(status, &body);
+            if let BackendErrorKind::RateLimited { retry_after: ra } = &mut error.kind {
+                *ra = retry_after;
+            }
+            Ok::<_, BackendError>(Err((status, StatusError { error, retry_after })))
+        };
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(BackendErrorKind::Cancelled.into()),
+            _ = sleep_until_opt(deadline) => return Err(total_timeout(timeouts)),
+            r = attempt => r,
+        };
+        let (status, err) = match outcome? {
+            Ok(resp) => return Ok(resp),
+            Err(e) => e,
+        };
+        if !is_retryable_status(status) {
+            return Err(err.error);
+        }
+        let Some(wait) = policy.delay(retry, err.retry_after) else {
+            return Err(err.error);
+        };
+        tracing::warn!(
+            status,
+            retry = retry + 1,
+            wait_ms = wait.as_millis() as u64,
+            "provider returned a retryable status; retrying"
+        );
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(BackendErrorKind::Cancelled.into()),
+            _ = sleep_until_opt(deadline) => return Err(total_timeout(timeouts)),
+            _ = tokio::time::sleep(wait) => {}
+        }
+        retry += 1;
+    }
+}
+
+fn total_timeout(t: &Timeouts) -> BackendError {
+    BackendError::new(BackendErrorKind::Timeout {
+        after: t.total.unwrap_or(t.idle),
+    })
+}
+
+/// Sleeps until `deadline`, or forever without one.
+pub(crate) async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn header_retry_after(h: &HeaderMap) -> Option<Duration> {
+    h.get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after)
+}
+
+/// Reads at most [`ERROR_BODY_MAX`] bytes of an error body, giving up after
+/// [`ERROR_BODY_TIMEOUT`].
+async fn read_error_body(resp: reqwest::Response) -> String {
+    let read = async {
+        let mut body = Vec::new();
+        let mut stream = resp.bytes_stream();
+        while let Some(Ok(chunk)) = stream.next().await {
+            body.extend_from_slice(&chunk);
+            if body.len() >= ERROR_BODY_MAX {
+                body.truncate(ERROR_BODY_MAX);
+                break;
+            }
+        }
+        String::from_utf8_lossy(&body).into_owned()
+    };
+    tokio::time::timeout(ERROR_BODY_TIMEOUT, read)
+        .await
+        .unwrap_or_default()
+}
+
+/// Maps a reqwest error. `started` tells whether the response had begun (then a failure is
+/// a dropped stream rather than a connection failure). The URL is left out.
+pub(crate) fn transport_error(
+    e: &reqwest::Error,
+    secret: Option<&str>,
+    started: bool,
+) -> BackendError {
+    let message = redact(&error_chain(&WithoutUrl(e)), secret);
+    let kind = if e.is_connect() || !started {
+        BackendErrorKind::Connect { message }
+    } else {
+        BackendErrorKind::Stream { message }
+    };
+    BackendError::new(kind)
+}
+
+/// Displays a reqwest error without its URL (which could hold credentials in userinfo).
+struct WithoutUrl<'a>(&'a reqwest::Error);
+
+impl std::fmt::Debug for WithoutUrl<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Display for WithoutUrl<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.0.to_string();
+        match self.0.url() {
+            Some(url) => f.write_str(
+                &text
+                    .replace(&format!(" for url ({url})"), "")
+                    .replace(&format!(" ({url})"), ""),
+            ),
+            None => f.write_str(&text),
+        }
+    }
+}
+
+impl std::error::Error for WithoutUrl<'_> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(self.0)
+    }
+}
+
+/// What a protocol decoder tells the reading task after an SSE event.
+pub(crate) enum Flow {
+    /// Keep reading.
+    Continue,
+    /// The reply is complete; the events pushed include the terminal one.
+    Finished,
+}
+
+/// Turns SSE events of one provider into [`BackendEvent`]s.
+pub(crate) trait SseDecoder: Send + 'static {
+    /// Handles one event, pushing what it produced to `out`. An `Err` ends the stream with
+    /// that error.
+    fn on_event(&mut self, ev: SseEvent, out: &mut Vec<BackendEvent>)
+        -> Result<Flow, BackendError>;
+
+    /// The body ended before [`Flow::Finished`]: push the last events, ending with the
+    /// terminal one (a completion for lenient protocols, usually an error).
+    fn on_eof(&mut self, out: &mut Vec<BackendEvent>);
+}
+
+/// Spawns the task that reads `resp`'s SSE body through `decoder` and returns the event
+/// stream. The task stops on the terminal event, on cancel, at the deadline, after
+/// `timeouts.idle` of silence, or when the consumer drops the stream.
+pub(crate) fn spawn_sse<D: SseDecoder>(
+    resp: reqwest::Response,
+    mut decoder: D,
+    cancel: CancellationToken,
+    timeouts: Timeouts,
+    deadline: Option<Instant>,
+    secret: Option<String>,
+) -> EventStream {
+    let (mut em, stream) = channel();
+    tokio::spawn(async move {
+        let mut body = resp.bytes_stream();
+        let mut parser = SseParser::default();
+        let mut out: Vec<BackendEvent> = Vec::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    em.fail(BackendErrorKind::Cancelled.into()).await;
+                    return;
+                }
+                _ = em.closed() => return,
+                _ = sleep_until_opt(deadline) => {
+                    em.fail(total_timeout(&timeouts)).await;
+                    return;
+                }
+                r = tokio::time::timeout(timeouts.idle, body.next()) => r,
+            };
+            let chunk = match next {
+                Err(_) => {
+                    em.fail(
+                        BackendErrorKind::Timeout {
+                            after: timeouts.idle,
+                        }
+                        .into(),
+                    )
+                    .await;
+                    return;
+                }
+                Ok(None) => {
+                    decoder.on_eof(&mut out);
+                    forward(&mut em, &mut out).await;
+                    return;
+                }
+                Ok(Some(Err(e))) => {
+                    let mut err = transport_error(&e, secret.as_deref(), true);
+                    if let BackendErrorKind::Connect { message } = err.kind {
+                        err.kind = BackendErrorKind::Stream { message };
+                    }
+                    em.fail(err).await;
+                    return;
+                }
+                Ok(Some(Ok(chunk))) => chunk,
+            };
+            let events = match parser.feed(&chunk) {
+                Ok(evs) => evs,
+                Err(msg) => {
+                    em.fail(BackendError::protocol(msg)).await;
+                    return;
+                }
+            };
+            for ev in events {
+                let flow = decoder.on_event(ev, &mut out);
+                if !forward(&mut em, &mut out).await {
+                    return;
+                }
+                match flow {
+                    Ok(Flow::Continue) => {}
+                    Ok(Flow::Finished) => return,
+                    Err(e) => {
+                        em.fail(e).await;
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    stream
+}
+
+/// Sends the buffered events; false when the consumer is gone or the stream has ended.
+async fn forward(em: &mut Emitter, out: &mut Vec<BackendEvent>) -> bool {
+    for ev in out.drain(..) {
+        if !em.send(ev).await {
+            return false;
+        }
+    }
+    !em.finished()
+}

@@ -1,0 +1,575 @@
+//! The OpenAI-compatible chat completions adapter (`POST {base}/v1/chat/completions`,
+//! `stream: true`): OpenAI, llama.cpp `llama-server`, vLLM, Ollama.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::anthropic::check_event_stream;
+use crate::backend::{Backend, EventStream};
+use crate::error::{redact, BackendError, BackendErrorKind};
+use crate::event::{BackendEvent, ChatRequest, Usage};
+use crate::http::{self, Flow, SseDecoder, Timeouts};
+use crate::key::ApiKey;
+use crate::render::{kept, require_messages};
+use crate::retry::RetryPolicy;
+use crate::sse::SseEvent;
+
+/// Settings of the OpenAI-compatible backend.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// The server root without `/v1` (default `https://api.openai.com`; for example
+    /// `http://127.0.0.1:8080` for llama-server or `http://localhost:11434` for Ollama).
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer …` when set; local servers often need none.
+    pub api_key: Option<ApiKey>,
+    /// The model used when the request names none.
+    pub model: String,
+    /// Retries on 429/5xx before any output.
+    pub retry: RetryPolicy,
+    /// Connect, idle and total time limits.
+    pub timeouts: Timeouts,
+    /// Where the user sets the key, named in authentication errors.
+    pub key_env: String,
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        OpenAiConfig {
+            base_url: "https://api.openai.com".into(),
+            api_key: None,
+            model: "gpt-4o-mini".into(),
+            retry: RetryPolicy::default(),
+            timeouts: Timeouts::default(),
+            key_env: "OPENAI_API_KEY".into(),
+        }
+    }
+}
+
+/// The OpenAI-compatible chat completions backend.
+#[derive(Debug, Clone)]
+pub struct OpenAiBackend {
+    config: OpenAiConfig,
+    client: reqwest::Client,
+    url: reqwest::Url,
+}
+
+impl OpenAiBackend {
+    /// A backend for `config`; fails on a bad base URL.
+    pub fn new(config: OpenAiConfig) -> Result<Self, BackendError> {
+        let client = http::client(&config.timeouts)?;
+        let url = http::join_url(&config.base_url, "/v1/chat/completions")?;
+        Ok(OpenAiBackend {
+            config,
+            client,
+            url,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, BackendError> {
+        use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+        let mut h = HeaderMap::new();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = &self.config.api_key {
+            let mut v =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    BackendError::invalid_request(
+                        "the API key contains characters that are not allowed in an HTTP header",
+                    )
+                })?;
+            v.set_sensitive(true);
+            h.insert(AUTHORIZATION, v);
+        }
+        Ok(h)
+    }
+}
+
+/// The request body sent for `req`: `model`, `messages` (recall-core's `openai` rendering,
+/// with the system prompt as the first message), `max_tokens`, `stream: true` and
+/// `stream_options: {"include_usage": true}`.
+pub fn request_body(req: &ChatRequest, default_model: &str) -> Result<Value, BackendError> {
+    require_messages(&req.messages)?;
+    let system = req.system_parts();
+    let kept = kept(&req.messages);
+    let rendered = recall_core::render::render_openai(&recall_core::RenderInput {
+        system_parts: &system,
+        kept: &kept,
+        current: None,
+        escape: false,
+    });
+    let mut body = Map::new();
+    body.insert(
+        "model".into(),
+        req.model.as_deref().unwrap_or(default_model).into(),
+    );
+    body.insert(
+        "messages".into(),
+        rendered
+            .get("messages")
+            .cloned()
+            .unwrap_or(Value::Array(vec![])),
+    );
+    if req.max_tokens > 0 {
+        body.insert("max_tokens".into(), req.max_tokens.into());
+    }
+    body.insert("stream".into(), Value::Bool(true));
+    let mut opts = Map::new();
+    opts.insert("include_usage".into(), Value::Bool(true));
+    body.insert("stream_options".into(), Value::Object(opts));
+    Ok(Value::Object(body))
+}
+
+/// OpenAI's error object (`{"error": {"message", "type", "code"}}`).
+#[derive(Debug, Default, Deserialize)]
+struct ErrorObject {
+    #[serde(default)]
+    message: String,
+    #[serde(rename = "type", default)]
+    error_type: Option<String>,
+    #[serde(default)]
+    code: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+fn map_status(status: u16, body: &str, secret: Option<&str>, key_env: &str) -> BackendError {
+    let message = match serde_json::from_str::<ErrorBody>(body) {
+        Ok(ErrorBody { error: Some(e) }) => e.message,
+        _ => body.to_string(),
+    };
+    let message = redact(&message, secret);
+    let kind = match status {
+        401 => BackendErrorKind::Auth {
+            key_env: key_env.to_string(),
+        },
+        429 => BackendErrorKind::RateLimited { retry_after: None },
+        529 => BackendErrorKind::Overloaded,
+        _ => BackendErrorKind::Http {
+            status,
+            message: if message.is_empty() {
+                crate::anthropic::default_reason(status)
+            } else {
+                message
+            },
+        },
+    };
+    BackendError::new(kind)
+}
+
+#[async_trait::async_trait]
+impl Backend for OpenAiBackend {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    async fn stream(
+        &self,
+        req: ChatRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, BackendError> {
+        let body = serde_json::to_vec(&request_body(&req, &self.config.model)?)
+            .map_err(|e| BackendError::invalid_request(format!("cannot encode request: {e}")))?;
+        let headers = self.headers()?;
+        let timeouts = self.config.timeouts;
+        let deadline = timeouts.total.map(|t| Instant::now() + t);
+        let secret = self.config.api_key.as_ref().map(|k| k.expose().to_string());
+        let resp = http::send(
+            || {
+                self.client
+                    .post(self.url.clone())
+                    .headers(headers.clone())
+                    .body(body.clone())
+            },
+            &self.config.retry,
+            &timeouts,
+            deadline,
+            &cancel,
+            secret.as_deref(),
+            |status, body| map_status(status, body, secret.as_deref(), &self.config.key_env),
+        )
+        .await?;
+        check_event_stream(&resp)?;
+        let decoder = OpenAiDecoder {
+            secret: secret.clone(),
+            ..OpenAiDecoder::default()
+        };
+        Ok(http::spawn_sse(
+            resp, decoder, cancel, timeouts, deadline, secret,
+        ))
+    }
+}
+
+/// One streamed chunk (`chat.completion.chunk`); every field optional for tolerance.
+#[derive(Debug, Default, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Option<ChoiceDelta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ChoiceDelta {
+    #[serde(default)]
+    content: Option<String>,
+    /// llama.cpp / vLLM reasoning models.
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// Some servers (Ollama, OpenRouter) name it `reasoning`.
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// A tool call being assembled from fragments.
+#[derive(Debug, Default)]
+struct ToolCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// SSE → events for chat completions.
+#[derive(Debug, Default)]
+struct OpenAiDecoder {
+    tools: BTreeMap<u64, ToolCall>,
+    finish_reason: Option<String>,
+    secret: Option<String>,
+}
+
+impl OpenAiDecoder {
+    fn flush_tools(&mut self, out: &mut Vec<BackendEvent>) {
+        for (index, call) in std::mem::take(&mut self.tools) {
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            out.push(BackendEvent::ToolUse {
+                id,
+                name: call.name,
+                input: crate::anthropic::parse_tool_input(&call.arguments, None),
+            });
+        }
+    }
+
+    fn done(&mut self, out: &mut Vec<BackendEvent>) {
+        self.flush_tools(out);
+        out.push(BackendEvent::Done {
+            stop_reason: self.finish_reason.as_deref().map(map_finish_reason),
+        });
+    }
+}
+
+/// OpenAI finish reasons in the Anthropic vocabulary the events use: `stop` → `end_turn`,
+/// `length` → `max_tokens`, `tool_calls`/`function_call` → `tool_use`, `content_filter` →
+/// `refusal`; others unchanged.
+pub fn map_finish_reason(reason: &str) -> String {
+    match reason {
+        "stop" => "end_turn",
+        "length" => "max_tokens",
+        "tool_calls" | "function_call" => "tool_use",
+        "content_filter" => "refusal",
+        other => other,
+    }
+    .to_string()
+}
+
+impl SseDecoder for OpenAiDecoder {
+    fn on_event(
+        &mut self,
+        ev: SseEvent,
+        out: &mut Vec<BackendEvent>,
+    ) -> Result<Flow, BackendError> {
+        let data = ev.data.trim();
+        if data.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        if data == "[DONE]" {
+            self.done(out);
+            return Ok(Flow::Finished);
+        }
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|e| BackendError::protocol(format!("a chunk is not valid JSON: {e}")))?;
+        if let Some(err) = chunk.error {
+            let message = redact(&err.message, self.secret.as_deref());
+            let error_type = err
+                .error_type
+                .or_else(|| {
+                    err.code
+                        .map(|c| c.to_string().trim_matches('"').to_string())
+                })
+                .unwrap_or_else(|| "error".into());
+            let kind = if error_type.contains("rate_limit") {
+                BackendErrorKind::RateLimited { retry_after: None }
+            } else if error_type.contains("overloaded") {
+                BackendErrorKind::Overloaded
+            } else {
+                BackendErrorKind::Api {
+                    error_type,
+                    message,
+                }
+            };
+            return Err(BackendError::new(kind));
+        }
+        for choice in chunk.choices.into_iter().flatten() {
+            if let Some(delta) = choice.delta {
+                if let Some(t) = delta.reasoning_content.or(delta.reasoning) {
+                    if !t.is_empty() {
+                        out.push(BackendEvent::ThinkingDelta(t));
+                    }
+                }
+                if let Some(t) = delta.content {
+                    if !t.is_empty() {
+                        out.push(BackendEvent::TextDelta(t));
+                    }
+                }
+                for (pos, frag) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    let index = frag.index.unwrap_or(pos as u64);
+                    let call = self.tools.entry(index).or_default();
+                    if let Some(id) = frag.id.filter(|s| !s.is_empty()) {
+                        if call.id.is_empty() {
+                            call.id = id;
+                        }
+                    }
+                    if let Some(f) = frag.function {
+                        if let Some(name) = f.name.filter(|s| !s.is_empty()) {
+                            if call.name.is_empty() {
+                                call.name = name;
+                            }
+                        }
+                        if let Some(a) = f.arguments {
+                            call.arguments.push_str(&a);
+                        }
+                    }
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+                self.flush_tools(out);
+            }
+        }
+        if let Some(u) = chunk.usage {
+            out.push(BackendEvent::Usage(Usage {
+                input_tokens: u.prompt_tokens,
+                output_tokens: u.completion_tokens,
+                cache_creation_input_tokens: None,
+                cache_read_input_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+            }));
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn on_eof(&mut self, out: &mut Vec<BackendEvent>) {
+        if self.finish_reason.is_some() {
+            // Some servers end the body without `[DONE]` after the final chunk.
+            self.done(out);
+        } else {
+            out.push(BackendEvent::Error(BackendError::stream(
+                "the connection closed before the reply was complete (no finish_reason or [DONE])",
+            )));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recall_core::{Block, Message, Role};
+    use serde_json::json;
+
+    #[test]
+    fn body_shape() {
+        let mut req = ChatRequest::new(vec![
+            Message::text(Role::User, "Hi"),
+            Message::blocks(
+                Role::Assistant,
+                vec![Block::ToolUse {
+                    id: "c1".into(),
+                    name: "f".into(),
+                    input: json!({"a": 1}),
+                }],
+            ),
+        ]);
+        req.system = Some("sys".into());
+        req.model = Some("llama".into());
+        let b = request_body(&req, "default").unwrap();
+        assert_eq!(
+            b,
+            json!({
+                "model": "llama",
+                "messages": [
+                    {"role": "system", "content": "sys"},
+                    {"role": "user", "content": "Hi"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}
+                    ]},
+                ],
+                "max_tokens": 4096,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            })
+        );
+    }
+
+    fn decode(datas: &[&str]) -> (Vec<BackendEvent>, bool) {
+        let mut d = OpenAiDecoder::default();
+        let mut out = Vec::new();
+        for data in datas {
+            let ev = SseEvent {
+                event: String::new(),
+                data: data.to_string(),
+            };
+            if let Flow::Finished = d.on_event(ev, &mut out).unwrap() {
+                return (out, true);
+            }
+        }
+        (out, false)
+    }
+
+    #[test]
+    fn tool_calls_without_index_use_their_position() {
+        let (out, finished) = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{}"}},{"id":"b","function":{"name":"y","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        assert!(finished);
+        let names: Vec<_> = out
+            .iter()
+            .filter_map(|e| match e {
+                BackendEvent::ToolUse { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(names, ["x", "y"]);
+        assert_eq!(
+            out.last(),
+            Some(&BackendEvent::Done {
+                stop_reason: Some("tool_use".into())
+            })
+        );
+    }
+
+    #[test]
+    fn reasoning_and_null_choices_are_tolerated() {
+        let (out, _) = decode(&[
+            r#"{"choices":null}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"hmm","content":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":"ok"}}],"usage":null}"#,
+        ]);
+        assert_eq!(
+            out,
+            vec![
+                BackendEvent::ThinkingDelta("hmm".into()),
+                BackendEvent::TextDelta("ok".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn error_chunk_ends_the_stream() {
+        let mut d = OpenAiDecoder {
+            secret: Some("key-12345678".into()),
+            ..Default::default()
+        };
+        let e = d
+            .on_event(
+                SseEvent {
+                    event: String::new(),
+                    data: r#"{"error":{"message":"boom key-12345678","type":"server_error"}}"#
+                        .into(),
+                },
+                &mut Vec::new(),
+            )
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "the provider reported an error (server_error): boom [redacted]"
+        );
+    }
+
+    #[test]
+    fn missing_done_after_finish_is_a_completion() {
+        let mut d = OpenAiDecoder::default();
+        let mut out = Vec::new();
+        let _ = d.on_event(
+            SseEvent {
+                event: String::new(),
+                data: r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}"#.into(),
+            },
+            &mut out,
+        );
+        let mut end = Vec::new();
+        d.on_eof(&mut end);
+        assert_eq!(
+            end,
+            vec![BackendEvent::Done {
+                stop_reason: Some("end_turn".into())
+            }]
+        );
+        let mut d = OpenAiDecoder::default();
+        let mut end = Vec::new();
+        d.on_eof(&mut end);
+        assert!(matches!(end.as_slice(), [BackendEvent::Error(_)]));
+    }
+}
