@@ -1,0 +1,339 @@
+//! Command-line definitions (clap). Help texts carry examples.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use recall_core::policy::{Format, PolicyOverrides, TrimMode};
+use recall_core::tokens::Tokenizer;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "recall",
+    version,
+    about = "Conversation memory for LLM apps and agents",
+    long_about = "recall stores conversations, selects the history that fits the next request \
+                  (turns, characters, tokens; tool calls kept with their results) and renders it \
+                  in the exact shape each backend needs.",
+    after_help = "Examples:\n  \
+        recall render --input examples/conversation.json\n  \
+        recall render --format xml --max-turns 10 --stats < conversation.jsonl\n  \
+        cat chat.json | recall render --format anthropic --max-tokens 8000"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where conversations are stored; shared by every command that uses the store.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Database: a SQLite file path or a postgres:// URL [default: recall.db in the user's data
+    /// directory, ~/.local/share/recall on Linux].
+    #[arg(
+        long,
+        env = "RECALL_DB",
+        value_name = "PATH|URL",
+        hide_env_values = true
+    )]
+    pub db: Option<String>,
+    /// Tenant whose conversations to use.
+    #[arg(
+        long,
+        env = "RECALL_TENANT",
+        value_name = "NAME",
+        default_value = "default"
+    )]
+    pub tenant: String,
+    /// Largest accepted message, in bytes of content.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_message_bytes: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render a conversation (JSON array, {"system","messages"} object, or JSON Lines) as a prompt.
+    #[command(after_help = RENDER_EXAMPLES)]
+    Render(RenderArgs),
+    /// Create, list, show, clear and delete stored conversations.
+    #[command(subcommand, visible_alias = "conv")]
+    Conversations(ConversationsCommand),
+    /// Append a message to a stored conversation.
+    #[command(after_help = "Examples:\n  \
+        recall append 0193… --role user --content 'We use FastAPI.'\n  \
+        recall append 0193… --json '{\"role\":\"assistant\",\"content\":\"Noted.\"}'\n  \
+        recall append 0193… --role user --content 'retry-safe' --id client-42")]
+    Append(AppendArgs),
+    /// Print the context a stored conversation would send next (same output as `render`).
+    #[command(after_help = "Examples:\n  \
+        recall context 0193…\n  \
+        recall context 0193… --format anthropic --max-tokens 8000 --stats\n  \
+        recall context 0193… --format xml --current 'What did we decide?'")]
+    Context(ContextArgs),
+    /// Import a conversation (JSON Lines, JSON array or {"system","messages"}; Anthropic or
+    /// OpenAI shaped) into a new or an existing conversation.
+    #[command(after_help = "Examples:\n  \
+        recall import examples/conversation.json\n  \
+        recall import chat.jsonl --title 'Support chat' --strict\n  \
+        recall import more.jsonl --conversation 0193…")]
+    Import(ImportArgs),
+    /// Export a conversation as JSON Lines that `recall import` reads back.
+    #[command(after_help = "Examples:\n  \
+        recall export 0193… > chat.jsonl\n  \
+        recall export 0193… --output chat.jsonl")]
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConversationsCommand {
+    /// Create a conversation; prints its id.
+    #[command(after_help = "Examples:\n  \
+        recall conversations new --title 'Support'\n  \
+        recall conversations new --system 'You are terse.' --policy '{\"format\":\"xml\",\"max_turns\":10}'")]
+    New(NewConversationArgs),
+    /// List conversations, oldest first.
+    #[command(
+        after_help = "Examples:\n  recall conversations list\n  recall conversations list --json --limit 10"
+    )]
+    List(ListArgs),
+    /// Show a conversation and its latest messages.
+    #[command(
+        after_help = "Examples:\n  recall conversations show 0193…\n  recall conversations show 0193… --json"
+    )]
+    Show(ShowArgs),
+    /// Remove a conversation's messages, keeping the conversation.
+    #[command(after_help = "Example:\n  recall conversations clear 0193…")]
+    Clear(IdArgs),
+    /// Delete a conversation and its messages.
+    #[command(after_help = "Example:\n  recall conversations delete 0193…")]
+    Delete(IdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NewConversationArgs {
+    #[arg(long)]
+    pub title: Option<String>,
+    /// System prompt sent with every context.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Default context policy as JSON: an optional "format" and limits such as "max_tokens".
+    #[arg(long, value_name = "JSON")]
+    pub policy: Option<String>,
+    /// Print the whole conversation as JSON instead of its id.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// At most N conversations.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub limit: u32,
+    /// Start after this conversation id (the cursor of a previous page).
+    #[arg(long, value_name = "ID")]
+    pub after: Option<String>,
+    /// JSON Lines output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    pub id: String,
+    /// How many of the latest messages to show.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub messages: u32,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct IdArgs {
+    pub id: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AppendArgs {
+    /// Conversation id.
+    pub id: String,
+    /// Role of the message: user, assistant or system.
+    #[arg(long, requires = "content", conflicts_with = "json")]
+    pub role: Option<String>,
+    /// Text of the message.
+    #[arg(long, requires = "role", conflicts_with = "json")]
+    pub content: Option<String>,
+    /// The whole message as JSON (Anthropic- or OpenAI-shaped); `-` reads it from stdin.
+    #[arg(long, value_name = "JSON")]
+    pub json: Option<String>,
+    /// Client id: appending again with the same id stores nothing and returns the first seq.
+    #[arg(long = "id", value_name = "CLIENT_ID")]
+    pub client_id: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// Conversation id.
+    pub id: String,
+    /// Output format [default: the conversation's, else transcript].
+    #[arg(long, short, value_name = "F", value_parser = parse_format)]
+    pub format: Option<Format>,
+    /// The current message: for xml the message after the history; for other formats a user
+    /// message appended (not stored).
+    #[arg(long, value_name = "TEXT")]
+    pub current: Option<String>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Print the selection stats as the last stderr line (`stats: {json}`).
+    #[arg(long)]
+    pub stats: bool,
+    /// Do not escape turn labels inside message content.
+    #[arg(long)]
+    pub no_escape: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The file to import; `-` reads stdin.
+    pub file: PathBuf,
+    /// Append to this conversation instead of creating one.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Title of the new conversation.
+    #[arg(long, conflicts_with = "conversation")]
+    pub title: Option<String>,
+    /// Reject the whole file at the first invalid message (nothing is stored).
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Conversation id.
+    pub id: String,
+    /// Write to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+const RENDER_EXAMPLES: &str = "\
+Formats:
+  transcript  Human:/Assistant: turns separated by ---   (default; max-tokens 150000)
+  bracket     [USER]: / [ASSISTANT]: parts, system first  (no default limits)
+  xml         <conversation_history> + current message    (max-turns 20, max-chars 100000,
+                                                            tool-result-max-chars 500)
+  task        sub-agent brief history section             (user-max-chars 150,
+                                                            assistant-max-chars 8192)
+  anthropic   Messages API request body {system, messages}
+  openai      chat completions body {messages}
+
+Output: the prompt on stdout; warnings on stderr as `warning: TEXT`; with --stats the last
+stderr line is `stats: {json}`. Exit status 2 with `error: TEXT` for unreadable input, an
+unknown option or format, or a strict-mode violation.
+
+Examples:
+  recall render --input examples/conversation.json
+  recall render --format xml --current 'And in Python?' < chat.jsonl
+  recall render --format anthropic --max-tokens 8000 --stats --input chat.json
+  recall render --format task --strict --input history.json";
+
+/// Limits and caps shared by every command that builds a context (FORMATS.md §3).
+#[derive(Debug, Clone, Args, Default)]
+pub struct LimitArgs {
+    /// Keep at most N most recent turns.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<usize>,
+    /// Keep at most N characters of history.
+    #[arg(long, value_name = "N")]
+    pub max_chars: Option<u64>,
+    /// Keep at most N tokens of history.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Token counter: o200k (default), cl100k or chars4.
+    #[arg(long, value_name = "T", value_parser = parse_tokenizer)]
+    pub tokenizer: Option<Tokenizer>,
+    /// Cap each user message at N characters (`... [truncated]`).
+    #[arg(long, value_name = "N")]
+    pub user_max_chars: Option<usize>,
+    /// Cap each assistant message at N characters (`... [truncated at N chars]`).
+    #[arg(long, value_name = "N")]
+    pub assistant_max_chars: Option<usize>,
+    /// Cap each tool result at N characters (`... [truncated]`).
+    #[arg(long, value_name = "N")]
+    pub tool_result_max_chars: Option<usize>,
+    /// Trim mode: sliding (default) or stable (prompt-cache friendly).
+    #[arg(long, value_name = "T", value_parser = parse_trim)]
+    pub trim: Option<TrimMode>,
+    /// For --trim stable: fraction of the budget to trim down to (default 0.6).
+    #[arg(long, value_name = "F")]
+    pub low_water: Option<f64>,
+}
+
+impl LimitArgs {
+    pub fn overrides(&self) -> PolicyOverrides {
+        PolicyOverrides {
+            max_turns: self.max_turns,
+            max_chars: self.max_chars,
+            max_tokens: self.max_tokens,
+            tokenizer: self.tokenizer,
+            user_max_chars: self.user_max_chars,
+            assistant_max_chars: self.assistant_max_chars,
+            tool_result_max_chars: self.tool_result_max_chars,
+            trim: self.trim,
+            low_water: self.low_water,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Output format.
+    #[arg(long, short, value_name = "F", default_value = "transcript", value_parser = parse_format)]
+    pub format: Format,
+    /// Read the conversation from FILE instead of stdin.
+    #[arg(long, short, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// The current message: for xml the message after the history; for other formats a user
+    /// message appended to the conversation.
+    #[arg(long, value_name = "TEXT")]
+    pub current: Option<String>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Print the selection stats as the last stderr line (`stats: {json}`).
+    #[arg(long)]
+    pub stats: bool,
+    /// Reject the whole input at the first invalid message.
+    #[arg(long)]
+    pub strict: bool,
+    /// Do not escape turn labels inside message content (unsafe with untrusted content).
+    #[arg(long)]
+    pub no_escape: bool,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse()
+}
+
+fn parse_tokenizer(s: &str) -> Result<Tokenizer, String> {
+    s.parse()
+        .map_err(|e: recall_core::tokens::UnknownTokenizer| e.to_string())
+}
+
+fn parse_trim(s: &str) -> Result<TrimMode, String> {
+    s.parse()
+}

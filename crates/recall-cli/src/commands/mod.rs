@@ -1,0 +1,4 @@
+//! One module per subcommand.
+
+pub mod render;
+pub mod store_cmds;

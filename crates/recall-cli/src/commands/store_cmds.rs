@@ -1,0 +1,364 @@
+//! Commands over stored conversations: `conversations …`, `append`, `context`, `import`,
+//! `export`.
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use recall_core::context::ContextRequest;
+use recall_engine::store::{Conversation, NewConversation};
+use recall_engine::{conversation_format, Engine, EngineError, ImportTarget, Limits};
+use serde_json::{json, Value};
+
+use crate::cli::{
+    AppendArgs, ContextArgs, ConversationsCommand, ExportArgs, ImportArgs, StoreArgs,
+};
+use crate::db;
+use crate::exit::bad_input;
+use crate::time::rfc3339;
+
+/// Maps an engine error to the CLI's exit statuses: the caller's fault (bad input, unknown
+/// id) is status 2.
+pub fn engine_err(e: EngineError) -> anyhow::Error {
+    if e.is_bad_input() || e.is_not_found() {
+        bad_input(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+async fn open(store: &StoreArgs) -> anyhow::Result<Engine> {
+    db::open(
+        store.db.as_deref(),
+        Limits {
+            max_message_bytes: store.max_message_bytes,
+            ..Limits::default()
+        },
+    )
+    .await
+}
+
+fn conversation_json(c: &Conversation) -> Value {
+    json!({
+        "id": c.id,
+        "title": c.title,
+        "system_prompt": c.system_prompt,
+        "metadata": c.metadata,
+        "policy": c.policy,
+        "created_at": rfc3339(c.created_at),
+        "updated_at": rfc3339(c.updated_at),
+        "message_count": c.message_count,
+        "last_seq": c.last_seq,
+        "tokens": c.total_tokens,
+    })
+}
+
+pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ConversationsCommand::New(a) => {
+            let engine = open(&a.store).await?;
+            let policy = match &a.policy {
+                None => None,
+                Some(p) => Some(
+                    serde_json::from_str::<Value>(p)
+                        .map_err(|e| bad_input(format!("--policy is not valid JSON: {e}")))?,
+                ),
+            };
+            let c = engine
+                .create_conversation(
+                    &a.store.tenant,
+                    NewConversation {
+                        title: a.title,
+                        system_prompt: a.system,
+                        policy,
+                        ..NewConversation::default()
+                    },
+                )
+                .await
+                .map_err(engine_err)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&conversation_json(&c))?);
+            } else {
+                println!("{}", c.id);
+            }
+        }
+        ConversationsCommand::List(a) => {
+            let engine = open(&a.store).await?;
+            let list = engine
+                .list_conversations(&a.store.tenant, a.after.as_deref(), a.limit)
+                .await
+                .map_err(engine_err)?;
+            let mut out = std::io::stdout().lock();
+            if a.json {
+                for c in &list {
+                    writeln!(out, "{}", conversation_json(c))?;
+                }
+            } else if list.is_empty() {
+                eprintln!("No conversations yet. Create one with `recall conversations new` or `recall import FILE`.");
+            } else {
+                writeln!(
+                    out,
+                    "{:<36}  {:>8}  {:>9}  {:<20}  TITLE",
+                    "ID", "MESSAGES", "TOKENS", "UPDATED"
+                )?;
+                for c in &list {
+                    writeln!(
+                        out,
+                        "{:<36}  {:>8}  {:>9}  {:<20}  {}",
+                        c.id,
+                        c.message_count,
+                        c.total_tokens,
+                        rfc3339(c.updated_at),
+                        c.title.as_deref().unwrap_or("")
+                    )?;
+                }
+            }
+        }
+        ConversationsCommand::Show(a) => {
+            let engine = open(&a.store).await?;
+            let c = engine
+                .get_conversation(&a.store.tenant, &a.id)
+                .await
+                .map_err(engine_err)?;
+            let after = (c.last_seq - i64::from(a.messages)).max(0);
+            let msgs = engine
+                .store()
+                .messages(&a.store.tenant, &a.id, after, a.messages)
+                .await
+                .map_err(|e| engine_err(e.into()))?;
+            if a.json {
+                let messages: Vec<Value> = msgs
+                    .iter()
+                    .map(|m| {
+                        json!({
+                            "seq": m.seq,
+                            "status": m.status,
+                            "created_at": rfc3339(m.created_at),
+                            "tokens": m.figures.tokens_o200k,
+                            "message": m.message.to_json(),
+                        })
+                    })
+                    .collect();
+                let mut v = conversation_json(&c);
+                v["messages"] = Value::Array(messages);
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("id:        {}", c.id);
+                if let Some(t) = &c.title {
+                    println!("title:     {t}");
+                }
+                if let Some(s) = &c.system_prompt {
+                    println!("system:    {s}");
+                }
+                if let Some(p) = &c.policy {
+                    println!("policy:    {p}");
+                }
+                println!("messages:  {} (last seq {})", c.message_count, c.last_seq);
+                println!("tokens:    {} (o200k)", c.total_tokens);
+                println!("created:   {}", rfc3339(c.created_at));
+                println!("updated:   {}", rfc3339(c.updated_at));
+                for m in &msgs {
+                    let text = recall_core::extract::transcript_text(&m.message)
+                        .unwrap_or_else(|| recall_core::extract::measured_text(&m.message));
+                    let flag = match m.status {
+                        recall_engine::store::MessageStatus::Partial => " (partial)",
+                        recall_engine::store::MessageStatus::Complete => "",
+                    };
+                    println!("\n#{} {}{}:", m.seq, m.message.role.as_str(), flag);
+                    println!("{}", preview(&text, 500));
+                }
+            }
+        }
+        ConversationsCommand::Clear(a) => {
+            let engine = open(&a.store).await?;
+            let n = engine
+                .clear_conversation(&a.store.tenant, &a.id)
+                .await
+                .map_err(engine_err)?;
+            println!("Conversation cleared ({n} messages removed)");
+        }
+        ConversationsCommand::Delete(a) => {
+            let engine = open(&a.store).await?;
+            engine
+                .delete_conversation(&a.store.tenant, &a.id)
+                .await
+                .map_err(engine_err)?;
+            println!("Conversation {} deleted", a.id);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn preview(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..cut],
+            text[cut..].chars().count()
+        ),
+        None => text.to_string(),
+    }
+}
+
+pub async fn append(a: AppendArgs) -> anyhow::Result<ExitCode> {
+    let mut value = match (&a.json, &a.role, &a.content) {
+        (Some(j), _, _) => {
+            let text = if j == "-" {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("cannot read the message from stdin")?;
+                s
+            } else {
+                j.clone()
+            };
+            serde_json::from_str::<Value>(&text)
+                .map_err(|e| bad_input(format!("--json is not valid JSON: {e}")))?
+        }
+        (None, Some(role), Some(content)) => json!({"role": role, "content": content}),
+        _ => {
+            return Err(bad_input(
+                "give the message with --role and --content, or with --json",
+            ))
+        }
+    };
+    if let Some(cid) = &a.client_id {
+        if let Value::Object(o) = &mut value {
+            o.insert("id".into(), Value::String(cid.clone()));
+        }
+    }
+    let engine = open(&a.store).await?;
+    let appended = engine
+        .append_message(&a.store.tenant, &a.id, value)
+        .await
+        .map_err(engine_err)?;
+    if appended.duplicate {
+        println!("{} (duplicate client id: already stored)", appended.seq);
+    } else {
+        println!("{}", appended.seq);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
+    let engine = open(&a.store).await?;
+    let format = match a.format {
+        Some(f) => f,
+        None => {
+            let c = engine
+                .get_conversation(&a.store.tenant, &a.id)
+                .await
+                .map_err(engine_err)?;
+            conversation_format(&c).unwrap_or_default()
+        }
+    };
+    let req = ContextRequest {
+        format,
+        overrides: a.limits.overrides(),
+        current: a.current.clone(),
+        escape: !a.no_escape,
+    };
+    let out = engine
+        .context(&a.store.tenant, &a.id, &req)
+        .await
+        .map_err(engine_err)?;
+    crate::commands::render::print_output(&out, format, a.stats)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
+    let bytes = if a.file.as_os_str() == "-" {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .context("cannot read stdin")?;
+        b
+    } else {
+        std::fs::read(&a.file)
+            .map_err(|e| bad_input(format!("cannot read {}: {e}", a.file.display())))?
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        bad_input(format!(
+            "{} is not valid UTF-8 (first bad byte at offset {})",
+            a.file.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    let engine = open(&a.store).await?;
+    let target = match a.conversation {
+        Some(id) => ImportTarget::Existing(id),
+        None => ImportTarget::New { title: a.title },
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} measuring {pos}/{len} messages [{bar:30}] {per_sec}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let progress = |done: usize, total: usize| {
+        if let Some(b) = &bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    };
+    let report = engine
+        .import(&a.store.tenant, target, &text, a.strict, &progress)
+        .await
+        .map_err(engine_err)?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    eprintln!(
+        "imported {} messages into {}{}{}",
+        report.imported,
+        report.conversation_id,
+        if report.skipped > 0 {
+            format!(" ({} invalid skipped)", report.skipped)
+        } else {
+            String::new()
+        },
+        if report.duplicates > 0 {
+            format!(" ({} duplicates of stored client ids)", report.duplicates)
+        } else {
+            String::new()
+        }
+    );
+    println!("{}", report.conversation_id);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
+    let engine = open(&a.store).await?;
+    let lines = match &a.output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let mut w = std::io::BufWriter::new(file);
+            let n = engine
+                .export(&a.store.tenant, &a.id, &mut w)
+                .await
+                .map_err(engine_err)?;
+            eprintln!("exported {n} lines to {}", path.display());
+            n
+        }
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout());
+            engine
+                .export(&a.store.tenant, &a.id, &mut w)
+                .await
+                .map_err(engine_err)?
+        }
+    };
+    let _ = lines;
+    Ok(ExitCode::SUCCESS)
+}

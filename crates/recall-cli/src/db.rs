@@ -1,0 +1,60 @@
+//! Which database the CLI opens: `--db`, else `RECALL_DB`, else a SQLite file in the user's
+//! data directory.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use recall_engine::{Engine, Limits};
+
+/// The default database: `recall.db` in the platform data directory
+/// (`~/.local/share/recall/` on Linux).
+pub fn default_path() -> anyhow::Result<PathBuf> {
+    let dirs = directories::ProjectDirs::from("", "", "recall")
+        .context("cannot find a home directory for the default database; pass --db PATH")?;
+    Ok(dirs.data_dir().join("recall.db"))
+}
+
+/// Resolves the database URL or path given on the command line (clap already folded in
+/// `RECALL_DB`).
+pub fn resolve(db: Option<&str>) -> anyhow::Result<String> {
+    match db {
+        Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
+        _ => Ok(default_path()?.display().to_string()),
+    }
+}
+
+/// Opens the engine on the chosen database.
+pub async fn open(db: Option<&str>, limits: Limits) -> anyhow::Result<Engine> {
+    let url = resolve(db)?;
+    Engine::open(&url, limits)
+        .await
+        .with_context(|| format!("cannot open the database {}", redact(&url)))
+}
+
+/// A database URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{}:***{}", &url[..scheme + 3], user, &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redact("postgres://bob:s3cret@db:5432/x"),
+            "postgres://bob:***@db:5432/x"
+        );
+        assert_eq!(redact("/tmp/a.db"), "/tmp/a.db");
+    }
+}

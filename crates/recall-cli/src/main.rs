@@ -1,0 +1,39 @@
+//! The `recall` binary: argument parsing and dispatch only. Each command lives in
+//! `commands/`; the work itself is done by the library crates.
+
+mod cli;
+mod commands;
+mod db;
+mod exit;
+mod time;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    use commands::store_cmds;
+    let result = match cli.command {
+        cli::Command::Render(args) => commands::render::run(args),
+        cli::Command::Conversations(c) => block_on(store_cmds::conversations(c)),
+        cli::Command::Append(a) => block_on(store_cmds::append(a)),
+        cli::Command::Context(a) => block_on(store_cmds::context(a)),
+        cli::Command::Import(a) => block_on(store_cmds::import(a)),
+        cli::Command::Export(a) => block_on(store_cmds::export(a)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => exit::report(&e),
+    }
+}
+
+/// Runs an async command on a multi-threaded runtime (the store uses both cores for imports).
+fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
+    f: F,
+) -> anyhow::Result<ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
+}

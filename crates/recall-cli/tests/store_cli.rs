@@ -1,0 +1,286 @@
+//! The store commands as a user runs them: real processes on a real SQLite file.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::{json, Value};
+
+struct Db {
+    _dir: tempfile::TempDir,
+    path: String,
+}
+
+fn db() -> Db {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("recall.db").display().to_string();
+    Db { _dir: dir, path }
+}
+
+fn recall(db: &Db) -> Command {
+    let mut c = Command::cargo_bin("recall").expect("binary built");
+    c.env("RECALL_DB", &db.path).env_remove("RECALL_TENANT");
+    c
+}
+
+fn stdout_of(c: &mut Command) -> String {
+    let out = c.assert().success().get_output().clone();
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// A conversation like the benchmark workload: user and assistant turns, every 10th
+/// assistant turn a tool call with its result.
+fn workload(n: usize) -> Vec<Value> {
+    let mut v = Vec::with_capacity(n);
+    let mut i = 0;
+    while v.len() < n {
+        v.push(
+            json!({"role": "user", "content": format!("question {i}: {}", "why ".repeat(i % 50))}),
+        );
+        if i % 10 == 9 {
+            v.push(json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": format!("t{i}"), "name": "search_documents", "input": {"q": i}}
+            ]}));
+            v.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "result ".repeat(300)}
+            ]}));
+        }
+        v.push(json!({"role": "assistant", "content": format!("answer {i}: {}", "because ".repeat(i % 200)), "id": format!("a{i}"), "metadata": {"n": i}}));
+        i += 1;
+    }
+    v.truncate(n);
+    v
+}
+
+#[test]
+fn export_then_import_of_10000_messages_round_trips() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in.jsonl");
+    let lines: Vec<String> = workload(10_000).iter().map(Value::to_string).collect();
+    std::fs::write(&input, lines.join("\n")).expect("write");
+
+    let a = stdout_of(recall(&db).arg("import").arg(&input));
+    let a = a.trim();
+    let exported = stdout_of(recall(&db).args(["export", a]));
+    assert_eq!(exported.lines().count(), 10_000);
+    let exported_path = dir.path().join("out.jsonl");
+    std::fs::write(&exported_path, &exported).expect("write");
+    let b = stdout_of(recall(&db).arg("import").arg(&exported_path));
+    let b = b.trim();
+    assert_ne!(a, b);
+    // Identical messages: the second export equals the first, line for line.
+    assert_eq!(stdout_of(recall(&db).args(["export", b])), exported);
+    // Identical rendered context, in every format.
+    for f in [
+        "transcript",
+        "bracket",
+        "xml",
+        "task",
+        "anthropic",
+        "openai",
+    ] {
+        let args = [
+            "--format",
+            f,
+            "--max-tokens",
+            "8000",
+            "--current",
+            "And next?",
+        ];
+        let ca = stdout_of(recall(&db).args(["context", a]).args(args));
+        let cb = stdout_of(recall(&db).args(["context", b]).args(args));
+        assert_eq!(ca, cb, "format {f}");
+        assert!(!ca.is_empty());
+    }
+}
+
+#[test]
+fn malformed_import_line_is_named_and_nothing_is_stored() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &input,
+        "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\"}\n{oops\n",
+    )
+    .expect("write");
+    recall(&db)
+        .arg("import")
+        .arg(&input)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("line 3"));
+    let list = stdout_of(recall(&db).args(["conversations", "list", "--json"]));
+    assert_eq!(list, "", "nothing stored");
+}
+
+#[test]
+fn strict_import_rejects_the_whole_file() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in.json");
+    std::fs::write(
+        &input,
+        r#"[{"role":"user","content":"ok"},{"role":"user","content":" "}]"#,
+    )
+    .expect("write");
+    recall(&db)
+        .args(["import", "--strict"])
+        .arg(&input)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "messages[1] has empty/invalid content",
+        ));
+    assert_eq!(
+        stdout_of(recall(&db).args(["conversations", "list", "--json"])),
+        ""
+    );
+    // Lenient: the valid message is kept, with a warning.
+    recall(&db)
+        .arg("import")
+        .arg(&input)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "warning: messages[1] has empty/invalid content, skipping",
+        ));
+}
+
+#[test]
+fn unknown_conversation_is_exit_2_everywhere() {
+    let db = db();
+    for args in [
+        vec!["context", "no-such-id"],
+        vec!["export", "no-such-id"],
+        vec!["conversations", "show", "no-such-id"],
+        vec!["conversations", "clear", "no-such-id"],
+        vec!["conversations", "delete", "no-such-id"],
+        vec!["append", "no-such-id", "--role", "user", "--content", "hi"],
+    ] {
+        recall(&db)
+            .args(&args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(
+                "error: conversation 'no-such-id' not found",
+            ));
+    }
+}
+
+#[test]
+fn oversized_message_is_rejected_with_the_limit() {
+    let db = db();
+    let id = stdout_of(recall(&db).args(["conversations", "new"]));
+    let id = id.trim();
+    // Too big for argv: sent on stdin.
+    let big = json!({"role": "user", "content": "x".repeat((1 << 20) + 1)}).to_string();
+    recall(&db)
+        .args(["append", id, "--json", "-"])
+        .write_stdin(big)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("over the limit of 1048576 bytes"));
+    recall(&db)
+        .args([
+            "append",
+            id,
+            "--max-message-bytes",
+            "10",
+            "--role",
+            "user",
+            "--content",
+            "eleven char",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("over the limit of 10 bytes"));
+    let shown = stdout_of(recall(&db).args(["conversations", "show", id, "--json"]));
+    let v: Value = serde_json::from_str(&shown).expect("json");
+    assert_eq!(v["message_count"], 0);
+}
+
+#[test]
+fn append_context_clear_delete_flow() {
+    let db = db();
+    let id = stdout_of(recall(&db).args([
+        "conversations",
+        "new",
+        "--title",
+        "t",
+        "--system",
+        "Be brief.",
+    ]));
+    let id = id.trim();
+    assert_eq!(
+        stdout_of(recall(&db).args([
+            "append",
+            id,
+            "--role",
+            "user",
+            "--content",
+            "We use FastAPI."
+        ])),
+        "1\n"
+    );
+    assert_eq!(
+        stdout_of(recall(&db).args([
+            "append",
+            id,
+            "--json",
+            r#"{"role":"assistant","content":"Noted."}"#
+        ])),
+        "2\n"
+    );
+    // The same client id twice stores once.
+    assert_eq!(
+        stdout_of(recall(&db).args([
+            "append",
+            id,
+            "--role",
+            "user",
+            "--content",
+            "q",
+            "--id",
+            "c1"
+        ])),
+        "3\n"
+    );
+    assert!(stdout_of(recall(&db).args([
+        "append",
+        id,
+        "--role",
+        "user",
+        "--content",
+        "q",
+        "--id",
+        "c1"
+    ]))
+    .starts_with("3 (duplicate"));
+    assert_eq!(
+        stdout_of(recall(&db).args(["context", id, "--format", "bracket"])),
+        "[SYSTEM]: Be brief.\n\n[USER]: We use FastAPI.\n\n[ASSISTANT]: Noted.\n\n[USER]: q"
+    );
+    recall(&db)
+        .args(["append", id, "--role", "user", "--content", "   "])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("empty/invalid content"));
+    assert_eq!(
+        stdout_of(recall(&db).args(["conversations", "clear", id])),
+        "Conversation cleared (3 messages removed)\n"
+    );
+    assert_eq!(stdout_of(recall(&db).args(["context", id])), "");
+    // seq keeps counting after a clear.
+    assert_eq!(
+        stdout_of(recall(&db).args(["append", id, "--role", "user", "--content", "again"])),
+        "4\n"
+    );
+    recall(&db)
+        .args(["conversations", "delete", id])
+        .assert()
+        .success();
+    recall(&db).args(["context", id]).assert().code(2);
+}
