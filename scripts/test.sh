@@ -2,6 +2,8 @@
 # Every check and test of recall, as CI runs them: formatting, lints, then all tests.
 # Services and tools the tests need are installed or started by scripts/setup.sh first.
 set -euo pipefail
+# Same reason as in .ci/run: never let fd 0 be closed while cargo runs.
+exec </dev/null
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
