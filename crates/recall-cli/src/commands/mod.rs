@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
+pub mod chat;
 pub mod render;
 pub mod store_cmds;
