@@ -15,6 +15,7 @@
 //! ```
 
 mod error;
+mod task;
 mod transfer;
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use serde_json::Value;
 
 pub use error::EngineError;
 pub use recall_store::{self as store, DEFAULT_TENANT};
+pub use task::{TaskReport, MAX_SEARCH_LIMIT};
 pub use transfer::{ImportReport, ImportTarget};
 
 /// Size limits applied to everything that comes in.
