@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         cli::Command::Context(a) => block_on(store_cmds::context(a)),
         cli::Command::Import(a) => block_on(store_cmds::import(a)),
         cli::Command::Export(a) => block_on(store_cmds::export(a)),
+        cli::Command::Mcp(a) => block_on(commands::mcp::run(a)),
     };
     match result {
         Ok(code) => code,

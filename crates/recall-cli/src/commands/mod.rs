@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
+pub mod mcp;
 pub mod render;
 pub mod store_cmds;
