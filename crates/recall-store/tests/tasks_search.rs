@@ -156,6 +156,19 @@ async fn search_finds_words_in_every_write_path(s: &dyn Store) {
     assert_eq!(found(s, "other", "fastapi").await, vec![(other.clone(), 1)]);
     assert_eq!(found(s, "nobody", "fastapi").await, vec![]);
 
+    // Content with NUL (stored JSON-escaped) appends and is searchable: the index must never
+    // make a write fail. An escaped backslash before "u0000" is not a NUL.
+    let n = conv(s, T).await;
+    append(
+        s,
+        T,
+        &n,
+        vec![user("quokka before\0after"), user("wombat \\u0000 literal")],
+    )
+    .await;
+    assert_eq!(found(s, T, "quokka").await, vec![(n.clone(), 1)]);
+    assert_eq!(found(s, T, "wombat").await, vec![(n.clone(), 2)]);
+
     let hits = s.search_messages(T, "billing", 10).await.expect("search");
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].role, "user");
