@@ -348,7 +348,8 @@ impl From<recall_engine::store::Conversation> for ConversationView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ConversationList {
     pub conversations: Vec<ConversationView>,
-    /// Pass as `after` for the next page; null on the last page.
+    /// Pass as `after` for the next page; null when this page is not full (nothing follows).
+    /// A full page always has a cursor, and the page after it may be empty.
     pub next_cursor: Option<String>,
 }
 
