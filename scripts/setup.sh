@@ -62,4 +62,38 @@ if ! command -v tmux >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq tmux
 fi
 # --- recall-cli (end) ---
+# --- recall-mcp: the official MCP Python SDK as the test client (begin) ---
+# The MCP integration test (crates/recall-cli/tests/mcp_python.rs) drives `recall mcp` with
+# the official Python SDK, a client no one here wrote, and checks the tool schemas with
+# jsonschema. Both are pinned in a project-local, git-ignored venv: .tools/venv.
+MCP_PY_VERSION=2.3.0
+JSONSCHEMA_VERSION=4.26.0
+venv=.tools/venv
+mcp_py_ok() {
+  "$venv/bin/python" -c "import importlib.metadata as m, sys; \
+sys.exit(0 if (m.version('mcp'), m.version('jsonschema')) == ('$MCP_PY_VERSION', '$JSONSCHEMA_VERSION') else 1)" \
+    2>/dev/null
+}
+if ! mcp_py_ok; then
+  if ! python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
+    log "installing Python 3 (the MCP SDK needs 3.10 or newer)"
+    apt-get update -qq && apt-get install -y -qq python3 python3-venv
+  fi
+  if [ ! -x "$venv/bin/python" ]; then
+    log "creating $venv"
+    python3 -m venv "$venv" || {
+      apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"
+    }
+  fi
+  log "installing mcp==$MCP_PY_VERSION and jsonschema==$JSONSCHEMA_VERSION into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "mcp==$MCP_PY_VERSION" "jsonschema==$JSONSCHEMA_VERSION" || true
+  if ! mcp_py_ok; then
+    if [ "${CI:-}" = "true" ]; then
+      log "could not install the MCP Python SDK into $venv and CI needs it"; exit 1
+    fi
+    log "warning: the MCP Python SDK is not installed; the MCP client test will fail"
+  fi
+fi
+# --- recall-mcp (end) ---
 log "ok"

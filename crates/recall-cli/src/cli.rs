@@ -84,6 +84,20 @@ pub enum Command {
         recall export 0193… > chat.jsonl\n  \
         recall export 0193… --output chat.jsonl")]
     Export(ExportArgs),
+    /// Serve recall's MCP tools over stdio (for Claude Code, Claude Desktop and other MCP
+    /// clients): create_task, get_task, get_context, append_message, list_conversations,
+    /// create_conversation, clear_conversation, search_history.
+    #[command(after_help = "Examples:\n  \
+        recall mcp\n  \
+        recall mcp --db /tmp/recall.db --tenant team-a\n  \
+        claude mcp add recall -- recall mcp")]
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]

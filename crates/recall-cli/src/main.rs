@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         cli::Command::Import(a) => block_on(store_cmds::import(a)),
         cli::Command::Export(a) => block_on(store_cmds::export(a)),
         cli::Command::Chat(a) => block_on(commands::chat::run(a)),
+        cli::Command::Mcp(a) => block_on(commands::mcp::run(a)),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,7 @@ pub mod policy;
 pub mod render;
 pub mod select;
 pub mod stable;
+pub mod task;
 pub mod tokens;
 
 pub use context::{build_context, ContextError, ContextOutput, ContextRequest};

@@ -16,6 +16,7 @@
 
 mod chat;
 mod error;
+mod task;
 mod transfer;
 
 use std::sync::Arc;
@@ -31,6 +32,7 @@ pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_I
 pub use error::EngineError;
 pub use recall_llm as llm;
 pub use recall_store::{self as store, DEFAULT_TENANT};
+pub use task::{TaskReport, MAX_SEARCH_LIMIT};
 pub use transfer::{ImportReport, ImportTarget};
 
 /// Size limits applied to everything that comes in.

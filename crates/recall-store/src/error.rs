@@ -21,6 +21,9 @@ pub enum StoreError {
     /// Migrations failed.
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// No such task for this tenant.
+    #[error("task '{0}' not found")]
+    TaskNotFound(String),
 }
 
 impl StoreError {
@@ -28,7 +31,9 @@ impl StoreError {
     pub fn is_not_found(&self) -> bool {
         matches!(
             self,
-            StoreError::ConversationNotFound(_) | StoreError::MessageNotFound { .. }
+            StoreError::ConversationNotFound(_)
+                | StoreError::MessageNotFound { .. }
+                | StoreError::TaskNotFound(_)
         )
     }
 }

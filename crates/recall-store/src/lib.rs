@@ -37,7 +37,7 @@ mod window;
 pub use error::StoreError;
 pub use model::{
     core_measure, Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage,
-    StoredMessage,
+    SearchHit, StoredMessage, StoredTask,
 };
 pub use sql::{PgStore, SqliteStore};
 pub use window::{Window, WindowBounds};
@@ -121,6 +121,27 @@ pub trait Store: Send + Sync {
 
     /// Checks the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Stores a validated sub-agent task under a new id.
+    async fn create_task(
+        &self,
+        tenant: &str,
+        task: &recall_core::task::Task,
+    ) -> Result<StoredTask, StoreError>;
+
+    /// One task; another tenant's is reported as not found.
+    async fn get_task(&self, tenant: &str, id: &str) -> Result<StoredTask, StoreError>;
+
+    /// Full-text search over the text of this tenant's messages (SQLite FTS5, PostgreSQL
+    /// full-text search with the `simple` configuration): messages holding every word of
+    /// `query` (case-insensitive; words are runs of letters and digits), best matches first,
+    /// at most `limit`. A query without words is [`StoreError::Invalid`].
+    async fn search_messages(
+        &self,
+        tenant: &str,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError>;
 }
 
 /// Opens the store a URL names: `postgres://…` / `postgresql://…`, or a SQLite file as

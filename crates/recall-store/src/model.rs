@@ -167,3 +167,24 @@ impl Figures {
 pub fn core_measure(m: &Message, t: Tokenizer) -> Measure {
     measure(m, &t)
 }
+
+/// A stored sub-agent task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTask {
+    pub id: String,
+    pub tenant: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// The validated task: description, context, capped history, warnings.
+    pub task: recall_core::task::Task,
+}
+
+/// One message found by a full-text search.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SearchHit {
+    pub conversation_id: String,
+    pub seq: i64,
+    pub role: String,
+    /// The matching passage, matched words wrapped in `**`.
+    pub snippet: String,
+}

@@ -21,7 +21,8 @@ use sqlx::Row;
 
 use crate::error::StoreError;
 use crate::model::{
-    Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, StoredMessage,
+    Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, SearchHit,
+    StoredMessage, StoredTask,
 };
 use crate::window::{cum_column, stable_key, Totals, Window, WindowBounds};
 use crate::Store;
@@ -1043,6 +1044,74 @@ macro_rules! sql_store {
                 sqlx::query("SELECT 1").execute(&self.pool).await?;
                 Ok(())
             }
+
+            async fn create_task(
+                &self,
+                tenant: &str,
+                task: &recall_core::task::Task,
+            ) -> Result<StoredTask, StoreError> {
+                check_text("tenant", tenant)?;
+                check_text("description", &task.description)?;
+                // JSON escapes control characters, so the spec column never holds a NUL.
+                let spec = serde_json::to_string(task)
+                    .map_err(|e| StoreError::Invalid(format!("task cannot be stored: {e}")))?;
+                let id = uuid::Uuid::now_v7().to_string();
+                let now = now_ms();
+                sqlx::query(
+                    "INSERT INTO tasks (id, tenant, priority, description, spec, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(&id)
+                .bind(tenant)
+                .bind(task.priority.as_str())
+                .bind(&task.description)
+                .bind(&spec)
+                .bind(now)
+                .execute(&self.pool)
+                .await?;
+                Ok(StoredTask {
+                    id,
+                    tenant: tenant.to_string(),
+                    created_at: now,
+                    task: task.clone(),
+                })
+            }
+
+            async fn get_task(&self, tenant: &str, id: &str) -> Result<StoredTask, StoreError> {
+                if tenant.contains('\0') || id.contains('\0') {
+                    return Err(StoreError::TaskNotFound(id.replace('\0', "\\0")));
+                }
+                let row: Option<(String, String, i64)> = sqlx::query_as(
+                    "SELECT id, spec, created_at FROM tasks WHERE id = $1 AND tenant = $2",
+                )
+                .bind(id)
+                .bind(tenant)
+                .fetch_optional(&self.pool)
+                .await?;
+                let (id, spec, created_at) =
+                    row.ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
+                let task = serde_json::from_str(&spec)
+                    .map_err(|e| StoreError::Corrupt(format!("task {id}: {e}")))?;
+                Ok(StoredTask {
+                    id,
+                    tenant: tenant.to_string(),
+                    created_at,
+                    task,
+                })
+            }
+
+            async fn search_messages(
+                &self,
+                tenant: &str,
+                query: &str,
+                limit: u32,
+            ) -> Result<Vec<SearchHit>, StoreError> {
+                let words = search_words(query)?;
+                if tenant.contains('\0') || limit == 0 {
+                    return Ok(Vec::new());
+                }
+                self.search_hits(tenant, &words, limit).await
+            }
         }
     };
 }
@@ -1157,3 +1226,109 @@ sql_store!(
     "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
      total_turns, total_cuts FROM conversations WHERE id = $1 AND tenant = $2 FOR UPDATE"
 );
+
+// ---------------------------------------------------------------------------------------------
+// Full-text search: the one place the two databases need different SQL.
+// ---------------------------------------------------------------------------------------------
+
+/// Most words a search query may have (each one is a term the index must intersect).
+const MAX_SEARCH_WORDS: usize = 32;
+
+/// The words of a search query: runs of letters and digits. Both databases split text the same
+/// way (FTS5 `unicode61`, PostgreSQL's parser with the `simple` configuration), so a query
+/// built from these words means the same on both.
+fn search_words(query: &str) -> Result<Vec<String>, StoreError> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    if words.is_empty() {
+        return Err(StoreError::Invalid(
+            "search query has no words (letters or digits)".into(),
+        ));
+    }
+    if words.len() > MAX_SEARCH_WORDS {
+        return Err(StoreError::Invalid(format!(
+            "search query has {} words, over the limit of {MAX_SEARCH_WORDS}",
+            words.len()
+        )));
+    }
+    Ok(words)
+}
+
+type HitRow = (String, i64, String, String);
+
+fn hits(rows: Vec<HitRow>) -> Vec<SearchHit> {
+    rows.into_iter()
+        .map(|(conversation_id, seq, role, snippet)| SearchHit {
+            conversation_id,
+            seq,
+            role,
+            snippet,
+        })
+        .collect()
+}
+
+impl SqliteStore {
+    /// FTS5: every word as a quoted string (never FTS5 syntax), implicitly AND-ed; bm25 rank.
+    async fn search_hits(
+        &self,
+        tenant: &str,
+        words: &[String],
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let expr = words
+            .iter()
+            .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let rows: Vec<HitRow> = sqlx::query_as(
+            "SELECT t.conversation_id, t.seq, m.role, \
+             snippet(message_fts, 0, '**', '**', '…', 24) \
+             FROM message_fts \
+             JOIN message_text t ON t.id = message_fts.rowid \
+             JOIN conversations c ON c.id = t.conversation_id \
+             JOIN messages m ON m.conversation_id = t.conversation_id AND m.seq = t.seq \
+             WHERE message_fts MATCH $1 AND c.tenant = $2 \
+             ORDER BY rank, t.conversation_id, t.seq LIMIT $3",
+        )
+        .bind(expr)
+        .bind(tenant)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(hits(rows))
+    }
+}
+
+impl PgStore {
+    /// PostgreSQL full-text search on the `messages_fts` expression index; `ts_rank` order.
+    async fn search_hits(
+        &self,
+        tenant: &str,
+        words: &[String],
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        // The tsvector expression is the index's, character for character, so the index is
+        // used.
+        let rows: Vec<HitRow> = sqlx::query_as(
+            "SELECT m.conversation_id, m.seq, m.role, \
+             ts_headline('simple'::regconfig, recall_message_text(m.content), q, \
+             'StartSel=\"**\", StopSel=\"**\", MaxWords=24, MinWords=8, MaxFragments=1, \
+             FragmentDelimiter=\" … \"') \
+             FROM messages m JOIN conversations c ON c.id = m.conversation_id, \
+             plainto_tsquery('simple'::regconfig, $1) AS q \
+             WHERE c.tenant = $2 \
+             AND to_tsvector('simple'::regconfig, recall_message_text(m.content)) @@ q \
+             ORDER BY ts_rank(to_tsvector('simple'::regconfig, recall_message_text(m.content)), q) DESC, \
+             m.conversation_id, m.seq LIMIT $3",
+        )
+        .bind(words.join(" "))
+        .bind(tenant)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(hits(rows))
+    }
+}

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
 pub mod chat;
+pub mod mcp;
 pub mod render;
 pub mod store_cmds;

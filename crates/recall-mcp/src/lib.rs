@@ -1,0 +1,512 @@
+//! recall-mcp: recall's MCP server. Tools over [`recall_engine::Engine`], for one tenant:
+//!
+//! | tool | what it does |
+//! |---|---|
+//! | `create_task` | validate a sub-agent task and its `conversation_history`, store it, return its brief |
+//! | `get_task` | a stored task and its brief |
+//! | `get_context` | a conversation's rendered context (same as `recall context`) |
+//! | `append_message` | append one message to a conversation |
+//! | `list_conversations`, `create_conversation`, `clear_conversation` | manage conversations |
+//! | `search_history` | full-text search over the tenant's messages |
+//!
+//! [`RecallMcp`] is an rmcp `ServerHandler`; [`serve_stdio`] runs it on stdin/stdout (what
+//! `recall mcp` does). An HTTP server mounts the same handler over streamable HTTP with rmcp's
+//! `StreamableHttpService`, building one [`RecallMcp`] per session from its engine and the
+//! session's tenant (`RecallMcp::new(engine.clone(), tenant)`).
+//!
+//! Errors: a bad argument, an unknown id or a failed engine call is a tool result with
+//! `isError: true` and a message the caller can act on; an unknown tool or a malformed
+//! request is a JSON-RPC error.
+
+pub mod tools;
+
+use std::sync::Arc;
+
+use recall_core::context::ContextRequest;
+use recall_core::policy::PolicyOverrides;
+use recall_core::render::Prompt;
+use recall_core::task::TaskInput;
+use recall_engine::store::NewConversation;
+use recall_engine::{conversation_format, Engine, EngineError, TaskReport};
+use rmcp::handler::server::common::{schema_for_input, schema_for_output};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use tools::*;
+
+/// Default and largest page of `list_conversations`.
+const DEFAULT_LIST_LIMIT: u32 = 50;
+const MAX_LIST_LIMIT: u32 = 1000;
+/// Default number of `search_history` hits.
+const DEFAULT_SEARCH_LIMIT: u32 = 20;
+
+/// What the server tells a client it is for.
+const INSTRUCTIONS: &str = "recall is conversation memory. Use create_task to hand work to a \
+     sub-agent with the conversation that led to it (get the brief back as `prompt`), \
+     get_context to render a stored conversation for a model, append_message to store turns, \
+     search_history to find earlier messages.";
+
+/// The MCP server: tools over an engine, for one tenant. Cheap to clone.
+#[derive(Clone)]
+pub struct RecallMcp {
+    engine: Engine,
+    tenant: Arc<str>,
+    tools: Arc<[Tool]>,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A tool's schema could not be generated (a bug in a tool type).
+    #[error("tool schema: {0}")]
+    Schema(String),
+    /// The MCP handshake with the client failed.
+    #[error("MCP initialisation failed: {0}")]
+    Initialize(String),
+    /// The server task failed.
+    #[error("MCP server stopped abnormally: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+impl RecallMcp {
+    /// The server for `tenant`'s conversations and tasks.
+    pub fn new(engine: Engine, tenant: impl Into<String>) -> Result<RecallMcp, ServeError> {
+        Ok(RecallMcp {
+            engine,
+            tenant: Arc::from(tenant.into()),
+            tools: Arc::from(tool_list().map_err(ServeError::Schema)?),
+        })
+    }
+
+    /// The tenant every tool acts for.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The tools, with their input and output schemas.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Calls a tool by name. `Err` only for protocol errors (an unknown tool); everything a
+    /// caller did wrong or a failed operation is an `isError` result.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args = Value::Object(arguments.unwrap_or_default());
+        match name {
+            "create_task" => self.run(name, args, Self::create_task).await,
+            "get_task" => self.run(name, args, Self::get_task).await,
+            "get_context" => self.run(name, args, Self::get_context).await,
+            "append_message" => self.run(name, args, Self::append_message).await,
+            "list_conversations" => self.run(name, args, Self::list_conversations).await,
+            "create_conversation" => self.run(name, args, Self::create_conversation).await,
+            "clear_conversation" => self.run(name, args, Self::clear_conversation).await,
+            "search_history" => self.run(name, args, Self::search_history).await,
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool '{other}'"),
+                None,
+            )),
+        }
+    }
+
+    /// Decodes the arguments, runs the tool, and makes its outcome a tool result.
+    async fn run<'a, A, R, F, Fut>(
+        &'a self,
+        name: &str,
+        args: Value,
+        f: F,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        A: DeserializeOwned,
+        R: Serialize,
+        F: FnOnce(&'a Self, A) -> Fut,
+        Fut: std::future::Future<Output = Result<R, EngineError>>,
+    {
+        let args: A = match serde_json::from_value(args) {
+            Ok(a) => a,
+            Err(e) => return Ok(tool_error(format!("invalid arguments for {name}: {e}"))),
+        };
+        match f(self, args).await {
+            Ok(out) => {
+                let v = serde_json::to_value(out).map_err(|e| {
+                    ErrorData::internal_error(format!("cannot encode the result: {e}"), None)
+                })?;
+                Ok(CallToolResult::structured(v))
+            }
+            Err(e) => Ok(tool_error(e.to_string())),
+        }
+    }
+
+    async fn create_task(&self, a: CreateTaskArgs) -> Result<TaskCreated, EngineError> {
+        let input = TaskInput {
+            description: a.description,
+            priority: a.priority.into(),
+            background_context: a.background_context,
+            expected_deliverables: a.expected_deliverables,
+            success_criteria: a.success_criteria,
+            constraints: a.constraints,
+            relevant_files: a.relevant_files,
+            conversation_history: a.conversation_history,
+        };
+        let r = self.engine.create_task(&self.tenant, input).await?;
+        Ok(TaskCreated {
+            task_id: r.stored.id.clone(),
+            priority: r.stored.task.priority.into(),
+            has_enhanced_context: r.stored.task.has_enhanced_context(),
+            conversation_messages_count: r.conversation_messages_count(),
+            validation_warnings: r.stored.task.validation_warnings.clone(),
+            prompt: r.brief,
+        })
+    }
+
+    async fn get_task(&self, a: GetTaskArgs) -> Result<TaskView, EngineError> {
+        let r = self.engine.get_task(&self.tenant, &a.task_id).await?;
+        Ok(task_view(r))
+    }
+
+    async fn get_context(&self, a: GetContextArgs) -> Result<ContextView, EngineError> {
+        let format = match a.format {
+            Some(f) => f,
+            None => {
+                let conv = self
+                    .engine
+                    .get_conversation(&self.tenant, &a.conversation_id)
+                    .await?;
+                conversation_format(&conv).map_or(FormatArg::Transcript, format_arg)
+            }
+        };
+        let req = ContextRequest {
+            format: format.into(),
+            overrides: PolicyOverrides {
+                max_turns: a.max_turns,
+                max_chars: a.max_chars,
+                max_tokens: a.max_tokens,
+                tokenizer: a.tokenizer.map(Into::into),
+                user_max_chars: a.user_max_chars,
+                assistant_max_chars: a.assistant_max_chars,
+                tool_result_max_chars: a.tool_result_max_chars,
+                trim: a.trim.map(|t| match t {
+                    TrimArg::Sliding => recall_core::policy::TrimMode::Sliding,
+                    TrimArg::Stable => recall_core::policy::TrimMode::Stable,
+                }),
+                low_water: a.low_water,
+            },
+            current: a.current,
+            escape: a.escape.unwrap_or(true),
+        };
+        let out = self
+            .engine
+            .context(&self.tenant, &a.conversation_id, &req)
+            .await?;
+        let s = out.stats;
+        Ok(ContextView {
+            conversation_id: a.conversation_id,
+            format,
+            prompt: match out.prompt {
+                Prompt::Text(t) => Value::String(t),
+                Prompt::Json(v) => v,
+            },
+            stats: StatsView {
+                included: s.included,
+                dropped: s.dropped,
+                skipped: s.skipped,
+                trimmed: s.trimmed,
+                notice: s.notice,
+                turns: s.turns,
+                tokens: s.tokens,
+                chars: s.chars,
+                warnings: s.warnings,
+            },
+        })
+    }
+
+    async fn append_message(&self, a: AppendMessageArgs) -> Result<Appended, EngineError> {
+        let role = match a.role {
+            AppendRole::User => "user",
+            AppendRole::Assistant => "assistant",
+            AppendRole::System => "system",
+        };
+        let mut m = serde_json::Map::new();
+        m.insert("role".into(), Value::String(role.into()));
+        m.insert("content".into(), a.content);
+        if let Some(id) = a.id {
+            m.insert("id".into(), Value::String(id));
+        }
+        if let Some(meta) = a.metadata {
+            m.insert("metadata".into(), Value::Object(meta));
+        }
+        let r = self
+            .engine
+            .append_message(&self.tenant, &a.conversation_id, Value::Object(m))
+            .await?;
+        Ok(Appended {
+            conversation_id: a.conversation_id,
+            seq: r.seq,
+            duplicate: r.duplicate,
+        })
+    }
+
+    async fn list_conversations(
+        &self,
+        a: ListConversationsArgs,
+    ) -> Result<ConversationList, EngineError> {
+        let limit = a.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+        if limit == 0 || limit > MAX_LIST_LIMIT {
+            return Err(EngineError::Invalid(format!(
+                "limit must be between 1 and {MAX_LIST_LIMIT}, got {limit}"
+            )));
+        }
+        let list = self
+            .engine
+            .list_conversations(&self.tenant, a.after.as_deref(), limit)
+            .await?;
+        // A full page may have more after it.
+        let next_cursor = (list.len() == limit as usize)
+            .then(|| list.last().map(|c| c.id.clone()))
+            .flatten();
+        Ok(ConversationList {
+            conversations: list.into_iter().map(ConversationView::from).collect(),
+            next_cursor,
+        })
+    }
+
+    async fn create_conversation(
+        &self,
+        a: CreateConversationArgs,
+    ) -> Result<ConversationView, EngineError> {
+        let c = self
+            .engine
+            .create_conversation(
+                &self.tenant,
+                NewConversation {
+                    title: a.title,
+                    system_prompt: a.system_prompt,
+                    metadata: a.metadata.unwrap_or_default(),
+                    policy: a.policy.map(Value::Object),
+                },
+            )
+            .await?;
+        Ok(c.into())
+    }
+
+    async fn clear_conversation(&self, a: ClearConversationArgs) -> Result<Cleared, EngineError> {
+        let removed = self
+            .engine
+            .clear_conversation(&self.tenant, &a.conversation_id)
+            .await?;
+        Ok(Cleared {
+            conversation_id: a.conversation_id,
+            removed,
+        })
+    }
+
+    async fn search_history(&self, a: SearchHistoryArgs) -> Result<SearchResults, EngineError> {
+        let hits = self
+            .engine
+            .search_messages(
+                &self.tenant,
+                &a.query,
+                a.limit.unwrap_or(DEFAULT_SEARCH_LIMIT),
+            )
+            .await?;
+        Ok(SearchResults {
+            hits: hits
+                .into_iter()
+                .map(|h| SearchHitView {
+                    conversation_id: h.conversation_id,
+                    seq: h.seq,
+                    role: h.role,
+                    snippet: h.snippet,
+                })
+                .collect(),
+        })
+    }
+}
+
+fn format_arg(f: recall_core::policy::Format) -> FormatArg {
+    use recall_core::policy::Format;
+    match f {
+        Format::Transcript => FormatArg::Transcript,
+        Format::Bracket => FormatArg::Bracket,
+        Format::Xml => FormatArg::Xml,
+        Format::Task => FormatArg::Task,
+        Format::Anthropic => FormatArg::Anthropic,
+        Format::Openai => FormatArg::Openai,
+    }
+}
+
+fn history_role(r: recall_core::message::Role) -> HistoryRole {
+    use recall_core::message::Role;
+    match r {
+        Role::User => HistoryRole::User,
+        Role::Assistant => HistoryRole::Assistant,
+        Role::System => HistoryRole::System,
+    }
+}
+
+fn task_view(r: TaskReport) -> TaskView {
+    let count = r.conversation_messages_count();
+    let t = r.stored.task;
+    TaskView {
+        task_id: r.stored.id,
+        created_at_ms: r.stored.created_at,
+        has_enhanced_context: t.has_enhanced_context(),
+        conversation_messages_count: count,
+        description: t.description,
+        priority: t.priority.into(),
+        background_context: t.background_context,
+        expected_deliverables: t.expected_deliverables,
+        success_criteria: t.success_criteria,
+        constraints: t.constraints,
+        relevant_files: t.relevant_files,
+        conversation_history: t
+            .conversation_history
+            .into_iter()
+            .map(|m| TaskMessageView {
+                role: history_role(m.role),
+                content: m.content,
+                truncated: m.truncated,
+            })
+            .collect(),
+        validation_warnings: t.validation_warnings,
+        prompt: r.brief,
+    }
+}
+
+/// A tool result with `isError: true` and one text block.
+fn tool_error(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// One tool: name, description, input and output schemas from its types, hints.
+fn tool<A: JsonSchema + 'static, R: JsonSchema + 'static>(
+    name: &'static str,
+    description: &'static str,
+    annotations: ToolAnnotations,
+) -> Result<Tool, String> {
+    let mut t = Tool::new(name, description, schema_for_input::<A>()?);
+    t.output_schema = Some(schema_for_output::<R>());
+    Ok(t.with_annotations(annotations))
+}
+
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .open_world(false)
+}
+
+fn writes(destructive: bool) -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(false)
+        .destructive(destructive)
+        .open_world(false)
+}
+
+/// Every tool the server offers.
+pub fn tool_list() -> Result<Vec<Tool>, String> {
+    Ok(vec![
+        tool::<CreateTaskArgs, TaskCreated>(
+            "create_task",
+            "Create a task for a sub-agent, with the conversation that led to it. Returns the \
+             task id and the sub-agent's brief (`prompt`). History entries are {role, content} \
+             with role user, assistant or system; invalid entries are skipped and reported in \
+             `validation_warnings`; user messages are cut at 150 characters and assistant \
+             messages at 8192.",
+            writes(false),
+        )?,
+        tool::<GetTaskArgs, TaskView>(
+            "get_task",
+            "Get a stored task: its fields, its stored conversation history and its brief.",
+            read_only(),
+        )?,
+        tool::<GetContextArgs, ContextView>(
+            "get_context",
+            "Render a stored conversation's context for the next model request, in a format \
+             (transcript, bracket, xml, task, anthropic, openai) and within limits (turns, \
+             characters, tokens), with selection stats.",
+            read_only(),
+        )?,
+        tool::<AppendMessageArgs, Appended>(
+            "append_message",
+            "Append one message to a stored conversation. An empty message is an error and \
+             nothing is stored; a repeated `id` stores nothing and returns the first seq.",
+            writes(false),
+        )?,
+        tool::<ListConversationsArgs, ConversationList>(
+            "list_conversations",
+            "List stored conversations, oldest first, one page at a time.",
+            read_only(),
+        )?,
+        tool::<CreateConversationArgs, ConversationView>(
+            "create_conversation",
+            "Create a conversation (optional title, system prompt, metadata, default context \
+             policy).",
+            writes(false),
+        )?,
+        tool::<ClearConversationArgs, Cleared>(
+            "clear_conversation",
+            "Remove every message of a conversation, keeping the conversation itself.",
+            writes(true),
+        )?,
+        tool::<SearchHistoryArgs, SearchResults>(
+            "search_history",
+            "Full-text search over the stored messages: the messages holding every word of \
+             the query, best first, each with its conversation id, seq, role and a snippet.",
+            read_only(),
+        )?,
+    ])
+}
+
+impl ServerHandler for RecallMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("recall", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(&request.name, request.arguments)
+            .await
+            .map(Into::into)
+    }
+}
+
+/// Serves `tenant`'s conversations over stdio until the client closes stdin.
+pub async fn serve_stdio(engine: Engine, tenant: &str) -> Result<(), ServeError> {
+    let server = RecallMcp::new(engine, tenant)?;
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Initialize(e.to_string()))?;
+    running.waiting().await?;
+    Ok(())
+}

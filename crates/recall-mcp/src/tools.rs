@@ -1,0 +1,407 @@
+//! The tools' argument and result types. Input and output schemas are generated from these
+//! types (schemars, JSON Schema 2020-12); doc comments become the schema descriptions.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A task priority: `P0` (most urgent) to `P4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub enum Priority {
+    P0,
+    P1,
+    #[default]
+    P2,
+    P3,
+    P4,
+}
+
+impl From<Priority> for recall_core::task::Priority {
+    fn from(p: Priority) -> Self {
+        match p {
+            Priority::P0 => Self::P0,
+            Priority::P1 => Self::P1,
+            Priority::P2 => Self::P2,
+            Priority::P3 => Self::P3,
+            Priority::P4 => Self::P4,
+        }
+    }
+}
+
+impl From<recall_core::task::Priority> for Priority {
+    fn from(p: recall_core::task::Priority) -> Self {
+        use recall_core::task::Priority as P;
+        match p {
+            P::P0 => Self::P0,
+            P::P1 => Self::P1,
+            P::P2 => Self::P2,
+            P::P3 => Self::P3,
+            P::P4 => Self::P4,
+        }
+    }
+}
+
+/// Who said a history message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryRole {
+    User,
+    Assistant,
+    System,
+}
+
+/// One message of the conversation that led to a task (schema only: entries are validated
+/// one by one, and invalid ones are skipped with a warning instead of failing the call).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryEntry {
+    pub role: HistoryRole,
+    /// The message text. User messages are cut at 150 characters, assistant messages at 8192.
+    pub content: String,
+}
+
+/// Arguments of `create_task`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTaskArgs {
+    /// What the sub-agent must do.
+    pub description: String,
+    /// P0 (most urgent) to P4. Default P2.
+    #[serde(default)]
+    pub priority: Priority,
+    /// Background the sub-agent needs.
+    pub background_context: Option<String>,
+    /// What the sub-agent must hand back.
+    pub expected_deliverables: Option<Vec<String>>,
+    /// How to tell the task is done.
+    pub success_criteria: Option<Vec<String>>,
+    /// What the sub-agent must not do.
+    pub constraints: Option<Vec<String>>,
+    /// Files the sub-agent should look at.
+    pub relevant_files: Option<Vec<String>>,
+    /// The conversation that led to this task, oldest first. Invalid entries are skipped
+    /// with a warning in `validation_warnings`.
+    #[schemars(with = "Option<Vec<HistoryEntry>>")]
+    pub conversation_history: Option<Value>,
+}
+
+/// One stored history message of a task.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskMessageView {
+    pub role: HistoryRole,
+    pub content: String,
+    /// True when the content was cut (it then ends with a `... [truncated…]` marker).
+    pub truncated: bool,
+}
+
+/// Result of `create_task`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskCreated {
+    pub task_id: String,
+    pub priority: Priority,
+    /// True when the task has context beyond its description.
+    pub has_enhanced_context: bool,
+    /// Valid history messages stored with the task.
+    pub conversation_messages_count: usize,
+    /// Invalid or empty values that were skipped, one line each.
+    pub validation_warnings: Vec<String>,
+    /// The sub-agent's brief, with the conversation history section.
+    pub prompt: String,
+}
+
+/// Arguments of `get_task`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetTaskArgs {
+    /// The id `create_task` returned.
+    pub task_id: String,
+}
+
+/// Result of `get_task`: the stored task and its brief.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskView {
+    pub task_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    pub description: String,
+    pub priority: Priority,
+    pub background_context: Option<String>,
+    pub expected_deliverables: Vec<String>,
+    pub success_criteria: Vec<String>,
+    pub constraints: Vec<String>,
+    pub relevant_files: Vec<String>,
+    pub conversation_history: Vec<TaskMessageView>,
+    pub has_enhanced_context: bool,
+    pub conversation_messages_count: usize,
+    pub validation_warnings: Vec<String>,
+    /// The sub-agent's brief.
+    pub prompt: String,
+}
+
+/// An output format (FORMATS.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FormatArg {
+    /// `Human:` / `Assistant:` turns separated by `---` (Claude CLI single prompt).
+    Transcript,
+    /// `[ROLE]: text` parts, system first.
+    Bracket,
+    /// `<conversation_history>` then the current message.
+    Xml,
+    /// A sub-agent brief's history section.
+    Task,
+    /// Anthropic Messages API request body.
+    Anthropic,
+    /// OpenAI chat completions request body.
+    Openai,
+}
+
+impl From<FormatArg> for recall_core::policy::Format {
+    fn from(f: FormatArg) -> Self {
+        use recall_core::policy::Format;
+        match f {
+            FormatArg::Transcript => Format::Transcript,
+            FormatArg::Bracket => Format::Bracket,
+            FormatArg::Xml => Format::Xml,
+            FormatArg::Task => Format::Task,
+            FormatArg::Anthropic => Format::Anthropic,
+            FormatArg::Openai => Format::Openai,
+        }
+    }
+}
+
+/// A token counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenizerArg {
+    O200k,
+    Cl100k,
+    /// ceil(characters / 4).
+    Chars4,
+}
+
+impl From<TokenizerArg> for recall_core::tokens::Tokenizer {
+    fn from(t: TokenizerArg) -> Self {
+        use recall_core::tokens::Tokenizer;
+        match t {
+            TokenizerArg::O200k => Tokenizer::O200k,
+            TokenizerArg::Cl100k => Tokenizer::Cl100k,
+            TokenizerArg::Chars4 => Tokenizer::Chars4,
+        }
+    }
+}
+
+/// How the window start moves when history outgrows the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TrimArg {
+    /// Keep the newest history that fits.
+    Sliding,
+    /// Prompt-cache friendly: the start only moves when over budget.
+    Stable,
+}
+
+/// Arguments of `get_context`: the same limits as `recall context`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetContextArgs {
+    pub conversation_id: String,
+    /// Output format. Default: the conversation's own, else `transcript`.
+    pub format: Option<FormatArg>,
+    /// The current message: for `xml` the message after the history; for other formats a
+    /// user message appended (not stored).
+    pub current: Option<String>,
+    /// Keep at most this many most recent turns.
+    pub max_turns: Option<usize>,
+    /// Keep at most this many characters of history.
+    pub max_chars: Option<u64>,
+    /// Keep at most this many tokens of history.
+    pub max_tokens: Option<u64>,
+    /// Token counter (default o200k).
+    pub tokenizer: Option<TokenizerArg>,
+    /// Cap each user message at this many characters.
+    pub user_max_chars: Option<usize>,
+    /// Cap each assistant message at this many characters.
+    pub assistant_max_chars: Option<usize>,
+    /// Cap each tool result at this many characters.
+    pub tool_result_max_chars: Option<usize>,
+    /// Trim mode (default sliding).
+    pub trim: Option<TrimArg>,
+    /// For `stable`: fraction of the budget to trim down to (default 0.6).
+    pub low_water: Option<f64>,
+    /// Escape turn labels inside message content (default true).
+    pub escape: Option<bool>,
+}
+
+/// Selection statistics (FORMATS.md §3.2).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatsView {
+    pub included: usize,
+    pub dropped: usize,
+    pub skipped: usize,
+    pub trimmed: bool,
+    pub notice: Option<String>,
+    pub turns: usize,
+    pub tokens: u64,
+    pub chars: u64,
+    pub warnings: Vec<String>,
+}
+
+/// Result of `get_context`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ContextView {
+    pub conversation_id: String,
+    pub format: FormatArg,
+    /// The rendered prompt: a string for text formats, a request body object for
+    /// `anthropic` and `openai`.
+    pub prompt: Value,
+    pub stats: StatsView,
+}
+
+/// A message role for `append_message`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AppendRole {
+    User,
+    Assistant,
+    System,
+}
+
+/// Arguments of `append_message`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendMessageArgs {
+    pub conversation_id: String,
+    pub role: AppendRole,
+    /// A string, or a list of Anthropic content blocks (`{"type": "text", "text": …}`, …).
+    #[schemars(with = "ContentSchema")]
+    pub content: Value,
+    /// Client idempotency key: appending again with the same id stores nothing and returns
+    /// the first seq.
+    pub id: Option<String>,
+    /// Free-form metadata stored with the message.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Message content: text, or content blocks.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // Schema only.
+enum ContentSchema {
+    Text(String),
+    Blocks(Vec<Map<String, Value>>),
+}
+
+/// Result of `append_message`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Appended {
+    pub conversation_id: String,
+    pub seq: i64,
+    /// True when the id was seen before: nothing was written.
+    pub duplicate: bool,
+}
+
+/// Arguments of `list_conversations`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListConversationsArgs {
+    /// At most this many (1–1000, default 50).
+    pub limit: Option<u32>,
+    /// Start after this conversation id (`next_cursor` of the previous page).
+    pub after: Option<String>,
+}
+
+/// A stored conversation.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ConversationView {
+    pub id: String,
+    pub title: Option<String>,
+    pub system_prompt: Option<String>,
+    pub metadata: Map<String, Value>,
+    /// Default context policy (an optional `format` and limits).
+    pub policy: Option<Value>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub message_count: i64,
+    pub last_seq: i64,
+    /// Tokens (o200k) of the history.
+    pub tokens: i64,
+}
+
+impl From<recall_engine::store::Conversation> for ConversationView {
+    fn from(c: recall_engine::store::Conversation) -> Self {
+        ConversationView {
+            id: c.id,
+            title: c.title,
+            system_prompt: c.system_prompt,
+            metadata: c.metadata,
+            policy: c.policy,
+            created_at_ms: c.created_at,
+            updated_at_ms: c.updated_at,
+            message_count: c.message_count,
+            last_seq: c.last_seq,
+            tokens: c.total_tokens,
+        }
+    }
+}
+
+/// Result of `list_conversations`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ConversationList {
+    pub conversations: Vec<ConversationView>,
+    /// Pass as `after` for the next page; null when this page is not full (nothing follows).
+    /// A full page always has a cursor, and the page after it may be empty.
+    pub next_cursor: Option<String>,
+}
+
+/// Arguments of `create_conversation`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateConversationArgs {
+    pub title: Option<String>,
+    /// System prompt sent with every context.
+    pub system_prompt: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+    /// Default context policy: an optional `format` and limits such as `max_tokens`.
+    pub policy: Option<Map<String, Value>>,
+}
+
+/// Arguments of `clear_conversation`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClearConversationArgs {
+    pub conversation_id: String,
+}
+
+/// Result of `clear_conversation`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Cleared {
+    pub conversation_id: String,
+    /// Messages removed (the conversation is kept).
+    pub removed: u64,
+}
+
+/// Arguments of `search_history`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchHistoryArgs {
+    /// Words to find; a message matches when it holds every word (case-insensitive).
+    pub query: String,
+    /// At most this many hits (1–100, default 20).
+    pub limit: Option<u32>,
+}
+
+/// One message found.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SearchHitView {
+    pub conversation_id: String,
+    pub seq: i64,
+    pub role: String,
+    /// The matching passage; matched words are wrapped in `**`.
+    pub snippet: String,
+}
+
+/// Result of `search_history`, best matches first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SearchResults {
+    pub hits: Vec<SearchHitView>,
+}
