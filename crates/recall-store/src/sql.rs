@@ -23,7 +23,7 @@ use crate::error::StoreError;
 use crate::model::{
     Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, StoredMessage,
 };
-use crate::window::{cum_column, stable_key, Totals, Window, WindowBounds};
+use crate::window::{cum_column, StableKey, Totals, Window, WindowBounds};
 use crate::Store;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -259,9 +259,10 @@ fn budgets(policy: &Policy, stats: &Stats) -> Vec<(&'static str, i64, i64)> {
     b
 }
 
-/// What a stable-window read found, to be saved once the read transaction is over.
-struct StableSave {
-    key: String,
+/// A stable window's persisted state (a `stable_windows` row): its first seq, the cost of its
+/// messages, and the conversation's last seq when it was computed.
+#[derive(Debug, Clone, Copy, Default)]
+struct StableRow {
     start_seq: i64,
     cost: i64,
     last_seq: i64,
@@ -503,47 +504,64 @@ macro_rules! sql_store {
                 Ok(out)
             }
 
-            /// The stable window's first seq, advanced over the history appended since its
-            /// state was saved, and the state to save when there was something to advance over.
+            /// The stable window's first seq under `key`, advanced over the history appended
+            /// since its state was saved, and the state to save when the stored one is missing
+            /// or behind `last_seq` (the conversation's, as the read saw it). A current state
+            /// (appends advance it) is returned without reading any message.
             async fn stable_start(
                 conn: &mut <$db as sqlx::Database>::Connection,
                 id: &str,
-                policy: &Policy,
-            ) -> Result<Option<(i64, Option<StableSave>)>, StoreError> {
-                let Some((key, budget, tokens)) = stable_key(policy) else {
-                    return Ok(None);
-                };
+                key: &StableKey,
+                last_seq: i64,
+            ) -> Result<(i64, Option<StableRow>), StoreError> {
                 let state: Option<(i64, i64, i64)> = sqlx::query_as(
                     "SELECT start_seq, cost, last_seq FROM stable_windows \
                      WHERE conversation_id = $1 AND policy_key = $2",
                 )
                 .bind(id)
-                .bind(&key)
+                .bind(key.key())
                 .fetch_optional(&mut *conn)
                 .await?;
-                let (start_seq, cost, last_seq) = state.unwrap_or((0, 0, 0));
-                let cost_column = if tokens {
-                    match policy.tokenizer {
-                        Tokenizer::O200k => "tokens_o200k",
-                        Tokenizer::Cl100k => "tokens_cl100k",
-                        Tokenizer::Chars4 => "(chars + 3) / 4 + 4",
+                let row = match state {
+                    Some((start_seq, cost, seen)) => {
+                        if seen >= last_seq {
+                            return Ok((start_seq, None));
+                        }
+                        StableRow {
+                            start_seq,
+                            cost,
+                            last_seq: seen,
+                        }
                     }
-                } else {
-                    "chars"
+                    None => StableRow::default(),
                 };
+                let next = Self::stable_catch_up(conn, id, key, row, last_seq).await?;
+                Ok((next.start_seq, Some(next)))
+            }
+
+            /// Advances a stable window's state over the non-system messages after
+            /// `row.last_seq`, up to `last_seq`: the fold of `StableState::append` over them,
+            /// reading the window's figures from its start (a window over budget jumps
+            /// forward within what it holds).
+            async fn stable_catch_up(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                key: &StableKey,
+                row: StableRow,
+                last_seq: i64,
+            ) -> Result<StableRow, StoreError> {
                 // System messages are not history: the window never counts them.
                 let sql = format!(
-                    "SELECT seq, {cost_column}, flags FROM messages \
-                     WHERE conversation_id = $1 AND seq >= $2 AND role <> 'system' ORDER BY seq"
+                    "SELECT seq, {}, flags FROM messages WHERE conversation_id = $1 \
+                     AND seq >= $2 AND seq <= $3 AND role <> 'system' ORDER BY seq",
+                    key.cost_sql()
                 );
                 let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&sql)
                     .bind(id)
-                    .bind(start_seq)
+                    .bind(row.start_seq)
+                    .bind(last_seq)
                     .fetch_all(&mut *conn)
                     .await?;
-                if rows.is_empty() {
-                    return Ok(Some((start_seq, None)));
-                }
                 let items: Vec<WindowItem> = rows
                     .iter()
                     .map(|&(_, c, f)| WindowItem {
@@ -553,24 +571,80 @@ macro_rules! sql_store {
                     .collect();
                 let mut st = StableState {
                     start: 0,
-                    cost: cost.max(0) as u64,
+                    cost: row.cost.max(0) as u64,
                 };
-                let mut moved = false;
                 for (k, &(seq, _, _)) in rows.iter().enumerate() {
-                    if seq <= last_seq {
+                    if seq <= row.last_seq {
                         continue;
                     }
-                    st.append(items[k].cost, budget, policy.low_water, |s| items[s..=k].to_vec());
-                    moved = true;
+                    st.append(items[k].cost, key.budget, key.low_water, |s| {
+                        items[s..=k].to_vec()
+                    });
                 }
-                let new_start = rows[st.start].0;
-                let save = moved.then(|| StableSave {
-                    key,
-                    start_seq: new_start,
-                    cost: st.cost as i64,
-                    last_seq: rows[rows.len() - 1].0,
-                });
-                Ok(Some((new_start, save)))
+                Ok(StableRow {
+                    start_seq: rows.get(st.start).map_or(row.start_seq, |r| r.0),
+                    cost: st.cost.min(i64::MAX as u64) as i64,
+                    last_seq,
+                })
+            }
+
+            /// Advances, inside an append's transaction, the stable windows that were current
+            /// before it (`before`: the conversation's last seq then) over the messages it
+            /// wrote (`added`, non-system, oldest first), up to `last_seq`. A window that still
+            /// fits its budget only has its cost and last seq updated; one that goes over is
+            /// caught up from its start. Windows behind `before` are left to the catch-up of
+            /// the next context build.
+            async fn advance_stable(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                before: i64,
+                last_seq: i64,
+                added: &[Figures],
+            ) -> Result<(), StoreError> {
+                let current: Vec<(String, i64, i64)> = sqlx::query_as(
+                    "SELECT policy_key, start_seq, cost FROM stable_windows \
+                     WHERE conversation_id = $1 AND last_seq = $2",
+                )
+                .bind(id)
+                .bind(before)
+                .fetch_all(&mut *conn)
+                .await?;
+                for (policy_key, start_seq, cost) in current {
+                    // A key this version did not write is never looked up again: leave it.
+                    let Some(key) = StableKey::parse(&policy_key) else {
+                        continue;
+                    };
+                    let grown = added
+                        .iter()
+                        .fold(cost.max(0), |c, f| c.saturating_add(key.cost(f)));
+                    let next = if u64::try_from(grown).is_ok_and(|g| g <= key.budget) {
+                        // Every step of the fold leaves the start where it is.
+                        StableRow {
+                            start_seq,
+                            cost: grown,
+                            last_seq,
+                        }
+                    } else {
+                        let row = StableRow {
+                            start_seq,
+                            cost,
+                            last_seq: before,
+                        };
+                        Self::stable_catch_up(conn, id, &key, row, last_seq).await?
+                    };
+                    sqlx::query(
+                        "UPDATE stable_windows SET start_seq = $3, cost = $4, last_seq = $5 \
+                         WHERE conversation_id = $1 AND policy_key = $2",
+                    )
+                    .bind(id)
+                    .bind(&policy_key)
+                    .bind(next.start_seq)
+                    .bind(next.cost)
+                    .bind(next.last_seq)
+                    .execute(&mut *conn)
+                    .await?;
+                }
+                Ok(())
             }
 
             /// Saves a stable window's state, unless the conversation changed since the read
@@ -579,7 +653,8 @@ macro_rules! sql_store {
                 &self,
                 tenant: &str,
                 id: &str,
-                save: &StableSave,
+                key: &StableKey,
+                save: &StableRow,
                 snap: &Snapshot,
             ) -> Result<(), StoreError> {
                 let mut tx = self.pool.begin_with($begin).await?;
@@ -603,7 +678,7 @@ macro_rules! sql_store {
                          WHERE stable_windows.last_seq < excluded.last_seq",
                     )
                     .bind(id)
-                    .bind(&save.key)
+                    .bind(key.key())
                     .bind(save.start_seq)
                     .bind(save.cost)
                     .bind(save.last_seq)
@@ -767,6 +842,9 @@ macro_rules! sql_store {
                 }
                 let mut tx = self.pool.begin_with($begin).await?;
                 let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+                let before = r.last_seq;
+                // The figures of the history messages written, for the stable windows.
+                let mut added: Vec<Figures> = Vec::new();
                 let now = now_ms();
                 let mut out = Vec::with_capacity(encoded.len());
                 let mut batch_ids: std::collections::HashMap<&str, i64> =
@@ -820,13 +898,17 @@ macro_rules! sql_store {
                     if let Some(cid) = &e.client_id {
                         batch_ids.insert(cid.as_str(), r.last_seq);
                     }
+                    if e.role != Role::System.as_str() {
+                        added.push(e.figures);
+                    }
                     out.push(Appended {
                         seq: r.last_seq,
                         duplicate: false,
                     });
                 }
                 // A batch of retries writes nothing.
-                if out.iter().any(|a| !a.duplicate) {
+                if r.last_seq != before {
+                    Self::advance_stable(&mut *tx, id, before, r.last_seq, &added).await?;
                     Self::save_running(&mut tx, id, &r).await?;
                 }
                 tx.commit().await?;
@@ -967,13 +1049,17 @@ macro_rules! sql_store {
                     Some(c) => Self::cut_start(conn, id, c).await?,
                     None => 0,
                 };
-                let (stable_start, save) = if policy.trim == TrimMode::Stable {
-                    match Self::stable_start(conn, id, policy).await? {
-                        Some((s, save)) => (Some(s), save),
-                        None => (None, None),
-                    }
+                let stable_key = if policy.trim == TrimMode::Stable {
+                    StableKey::of(policy)
                 } else {
-                    (None, None)
+                    None
+                };
+                let (stable_start, save) = match &stable_key {
+                    Some(key) => {
+                        let (s, save) = Self::stable_start(conn, id, key, snap.last_seq).await?;
+                        (Some(s), save)
+                    }
+                    None => (None, None),
                 };
                 if let Some(s) = stable_start {
                     floor = floor.max(s);
@@ -1026,8 +1112,8 @@ macro_rules! sql_store {
                 }
                 tx.commit().await?;
 
-                if let Some(save) = &save {
-                    self.save_stable(tenant, id, save, &snap).await?;
+                if let (Some(key), Some(save)) = (&stable_key, &save) {
+                    self.save_stable(tenant, id, key, save, &snap).await?;
                 }
                 let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
                 let older = history_count.saturating_sub(messages.len());
