@@ -127,6 +127,8 @@ async fn sqlite_with(n: usize) -> (Engine, String) {
         .expect("checkpoint");
     store.pool().close().await;
     std::fs::rename(&tmp, &path).expect("rename populated db");
+    // The checkpoint emptied the temporary name's WAL: nothing of it is needed any more.
+    remove_db(&tmp);
     eprintln!(
         "populated {} ({n} messages) in {:.1} s",
         path.display(),

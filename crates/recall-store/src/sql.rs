@@ -187,6 +187,12 @@ struct Running {
     chars4: i64,
     turns: i64,
     cuts: i64,
+    /// Stable windows computed up to `last_seq` (the ones an append advances): counted with
+    /// the lock so that an append to a conversation without any reads nothing more. On
+    /// PostgreSQL the count may miss a window saved while the append waited for the lock (the
+    /// statement's snapshot predates it); that window is then left behind and caught up by
+    /// the next context build, as any stale one.
+    current_windows: i64,
 }
 
 impl Running {
@@ -274,6 +280,9 @@ struct Snapshot {
     totals: Totals,
     count: i64,
     last_seq: i64,
+    /// Whether any system message is stored (most conversations have none: their read is
+    /// skipped).
+    has_system: bool,
 }
 
 macro_rules! sql_store {
@@ -304,6 +313,7 @@ macro_rules! sql_store {
                     chars4: row.try_get(5)?,
                     turns: row.try_get(6)?,
                     cuts: row.try_get(7)?,
+                    current_windows: row.try_get(8)?,
                 })
             }
 
@@ -387,7 +397,10 @@ macro_rules! sql_store {
             ) -> Result<Snapshot, StoreError> {
                 let row = sqlx::query(
                     "SELECT total_o200k, total_cl100k, total_chars, total_chars4, total_cuts, \
-                     message_count, last_seq FROM conversations WHERE id = $1 AND tenant = $2",
+                     message_count, last_seq, \
+                     CAST(CASE WHEN EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 \
+                     AND role = 'system') THEN 1 ELSE 0 END AS BIGINT) \
+                     FROM conversations WHERE id = $1 AND tenant = $2",
                 )
                 .bind(id)
                 .bind(tenant)
@@ -404,6 +417,7 @@ macro_rules! sql_store {
                     },
                     count: row.try_get(5)?,
                     last_seq: row.try_get(6)?,
+                    has_system: row.try_get::<i64, _>(7)? != 0,
                 })
             }
 
@@ -440,19 +454,22 @@ macro_rules! sql_store {
                 if threshold <= 0 {
                     return Ok(0);
                 }
+                // One statement for both probes (each is a round trip): the cut count of the
+                // first message reaching the threshold, then the cut point with that count
+                // (none when the count is 0: the window starts at the beginning).
                 let sql = format!(
-                    "SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= $2 \
-                     ORDER BY {column}, seq LIMIT 1"
+                    "SELECT seq FROM messages WHERE conversation_id = $1 AND cum_cuts >= \
+                     (SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= $2 \
+                     ORDER BY {column}, seq LIMIT 1) AND (SELECT cum_cuts FROM messages \
+                     WHERE conversation_id = $1 AND {column} >= $2 ORDER BY {column}, seq LIMIT 1) > 0 \
+                     ORDER BY cum_cuts, seq LIMIT 1"
                 );
-                let cuts: Option<i64> = sqlx::query_scalar(&sql)
+                let seq: Option<i64> = sqlx::query_scalar(&sql)
                     .bind(id)
                     .bind(threshold)
                     .fetch_optional(&mut *conn)
                     .await?;
-                match cuts {
-                    Some(c) => Self::cut_start(conn, id, c).await,
-                    None => Ok(0),
-                }
+                Ok(seq.unwrap_or(0))
             }
 
             /// The running total in `column` just before `seq` (0 when nothing is older).
@@ -814,6 +831,7 @@ macro_rules! sql_store {
                     chars4: 0,
                     turns: 0,
                     cuts: 0,
+                    current_windows: 0,
                 };
                 Self::save_running(&mut tx, id, &r).await?;
                 tx.commit().await?;
@@ -908,7 +926,9 @@ macro_rules! sql_store {
                 }
                 // A batch of retries writes nothing.
                 if r.last_seq != before {
-                    Self::advance_stable(&mut *tx, id, before, r.last_seq, &added).await?;
+                    if r.current_windows > 0 {
+                        Self::advance_stable(&mut *tx, id, before, r.last_seq, &added).await?;
+                    }
                     Self::save_running(&mut tx, id, &r).await?;
                 }
                 tx.commit().await?;
@@ -1069,13 +1089,17 @@ macro_rules! sql_store {
                     start = start.max(Self::budget_start(conn, id, column, *threshold).await?);
                 }
 
-                let system_rows: Vec<(i64, String)> = sqlx::query_as(
-                    "SELECT seq, content FROM messages WHERE conversation_id = $1 \
-                     AND role = 'system' ORDER BY seq",
-                )
-                .bind(id)
-                .fetch_all(&mut *conn)
-                .await?;
+                let system_rows: Vec<(i64, String)> = if !snap.has_system {
+                    Vec::new()
+                } else {
+                    sqlx::query_as(
+                        "SELECT seq, content FROM messages WHERE conversation_id = $1 \
+                         AND role = 'system' ORDER BY seq",
+                    )
+                    .bind(id)
+                    .fetch_all(&mut *conn)
+                    .await?
+                };
                 let system_count = system_rows.len();
                 let mut system_parts = Vec::with_capacity(system_count);
                 for (seq, content) in system_rows {
@@ -1210,7 +1234,9 @@ sql_store!(
     // A deferred transaction reads one WAL snapshot.
     "BEGIN",
     "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
-     total_turns, total_cuts FROM conversations WHERE id = $1 AND tenant = $2"
+     total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
+     AND stable_windows.last_seq = conversations.last_seq) FROM conversations \
+     WHERE id = $1 AND tenant = $2"
 );
 
 /// PostgreSQL: several recall processes may share one database.
@@ -1241,5 +1267,7 @@ sql_store!(
     "BEGIN",
     "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
     "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
-     total_turns, total_cuts FROM conversations WHERE id = $1 AND tenant = $2 FOR UPDATE"
+     total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
+     AND stable_windows.last_seq = conversations.last_seq) FROM conversations \
+     WHERE id = $1 AND tenant = $2 FOR UPDATE"
 );
