@@ -9,6 +9,8 @@
 //!   (WAL, `synchronous = NORMAL`), validation and token counting included.
 //! - `import_sqlite/10000`: `Engine::import` of the 10,000-message conversation as JSON Lines
 //!   into a new conversation (parsing, measuring on every core, one transaction).
+//! - `context_sqlite/statement`, `context_pg/statement`: one `SELECT 1` through the store's
+//!   pool, the cost of a round trip that every statement above pays.
 //! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_BENCH_PG_URL`, default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`; a database of its own is created and
 //!   dropped). Skipped with a notice when the server cannot be reached.
@@ -220,6 +222,12 @@ fn context_sqlite(c: &mut Criterion) {
                     .expect("context")
             })
         });
+        if n == 10_000 {
+            // The floor under every figure here: one statement (`SELECT 1`) through the pool.
+            g.bench_function("statement", |b| {
+                b.iter(|| rt.block_on(engine.store().ping()).expect("ping"))
+            });
+        }
     }
     g.finish();
 }
@@ -426,6 +434,9 @@ fn context_pg(c: &mut Criterion) {
             rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
                 .expect("context")
         })
+    });
+    g.bench_function("statement", |b| {
+        b.iter(|| rt.block_on(engine.store().ping()).expect("ping"))
     });
     g.finish();
     // Close the pool before the database is dropped.
