@@ -13,6 +13,9 @@
 //! - Every message carries its token counts (o200k, cl100k), characters and running totals,
 //!   so a context window is found with index probes and only the returned messages are read.
 //!   System messages join the system prompt: they are in no running total and no window.
+//! - A stable window's state (`stable_windows`, per conversation and budget) is created by the
+//!   first context build that needs it and advanced by every append after that, in the
+//!   append's transaction; a context build only catches up a state left behind.
 //! - What is stored reads back identically (`Message::to_json` byte for byte); a message that
 //!   could not be read back (empty content, thinking alone) is refused with
 //!   [`StoreError::Invalid`] and nothing of its batch is written.
@@ -111,7 +114,8 @@ pub trait Store: Send + Sync {
 
     /// The messages a context under `policy` can need: the newest messages from a start
     /// found from the stored running totals (see [`WindowBounds`]), and, for stable windows,
-    /// the persisted window start advanced over the messages appended since.
+    /// the persisted window start (created here on first use, then advanced by appends; one
+    /// left behind is caught up here).
     async fn context_window(
         &self,
         tenant: &str,

@@ -24,7 +24,7 @@ use crate::model::{
     Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, SearchHit,
     StoredMessage, StoredTask,
 };
-use crate::window::{cum_column, stable_key, Totals, Window, WindowBounds};
+use crate::window::{cum_column, StableKey, Totals, Window, WindowBounds};
 use crate::Store;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -188,6 +188,12 @@ struct Running {
     chars4: i64,
     turns: i64,
     cuts: i64,
+    /// Stable windows computed up to `last_seq` (the ones an append advances): counted with
+    /// the lock so that an append to a conversation without any reads nothing more. On
+    /// PostgreSQL the count may miss a window saved while the append waited for the lock (the
+    /// statement's snapshot predates it); that window is then left behind and caught up by
+    /// the next context build, as any stale one.
+    current_windows: i64,
 }
 
 impl Running {
@@ -260,9 +266,10 @@ fn budgets(policy: &Policy, stats: &Stats) -> Vec<(&'static str, i64, i64)> {
     b
 }
 
-/// What a stable-window read found, to be saved once the read transaction is over.
-struct StableSave {
-    key: String,
+/// A stable window's persisted state (a `stable_windows` row): its first seq, the cost of its
+/// messages, and the conversation's last seq when it was computed.
+#[derive(Debug, Clone, Copy, Default)]
+struct StableRow {
     start_seq: i64,
     cost: i64,
     last_seq: i64,
@@ -274,6 +281,9 @@ struct Snapshot {
     totals: Totals,
     count: i64,
     last_seq: i64,
+    /// Whether any system message is stored (most conversations have none: their read is
+    /// skipped).
+    has_system: bool,
 }
 
 macro_rules! sql_store {
@@ -304,6 +314,7 @@ macro_rules! sql_store {
                     chars4: row.try_get(5)?,
                     turns: row.try_get(6)?,
                     cuts: row.try_get(7)?,
+                    current_windows: row.try_get(8)?,
                 })
             }
 
@@ -387,7 +398,10 @@ macro_rules! sql_store {
             ) -> Result<Snapshot, StoreError> {
                 let row = sqlx::query(
                     "SELECT total_o200k, total_cl100k, total_chars, total_chars4, total_cuts, \
-                     message_count, last_seq FROM conversations WHERE id = $1 AND tenant = $2",
+                     message_count, last_seq, \
+                     CAST(CASE WHEN EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 \
+                     AND role = 'system') THEN 1 ELSE 0 END AS BIGINT) \
+                     FROM conversations WHERE id = $1 AND tenant = $2",
                 )
                 .bind(id)
                 .bind(tenant)
@@ -404,6 +418,7 @@ macro_rules! sql_store {
                     },
                     count: row.try_get(5)?,
                     last_seq: row.try_get(6)?,
+                    has_system: row.try_get::<i64, _>(7)? != 0,
                 })
             }
 
@@ -440,19 +455,22 @@ macro_rules! sql_store {
                 if threshold <= 0 {
                     return Ok(0);
                 }
+                // One statement for both probes (each is a round trip): the cut count of the
+                // first message reaching the threshold, then the cut point with that count
+                // (none when the count is 0: the window starts at the beginning).
                 let sql = format!(
-                    "SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= $2 \
-                     ORDER BY {column}, seq LIMIT 1"
+                    "SELECT seq FROM messages WHERE conversation_id = $1 AND cum_cuts >= \
+                     (SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= $2 \
+                     ORDER BY {column}, seq LIMIT 1) AND (SELECT cum_cuts FROM messages \
+                     WHERE conversation_id = $1 AND {column} >= $2 ORDER BY {column}, seq LIMIT 1) > 0 \
+                     ORDER BY cum_cuts, seq LIMIT 1"
                 );
-                let cuts: Option<i64> = sqlx::query_scalar(&sql)
+                let seq: Option<i64> = sqlx::query_scalar(&sql)
                     .bind(id)
                     .bind(threshold)
                     .fetch_optional(&mut *conn)
                     .await?;
-                match cuts {
-                    Some(c) => Self::cut_start(conn, id, c).await,
-                    None => Ok(0),
-                }
+                Ok(seq.unwrap_or(0))
             }
 
             /// The running total in `column` just before `seq` (0 when nothing is older).
@@ -504,47 +522,64 @@ macro_rules! sql_store {
                 Ok(out)
             }
 
-            /// The stable window's first seq, advanced over the history appended since its
-            /// state was saved, and the state to save when there was something to advance over.
+            /// The stable window's first seq under `key`, advanced over the history appended
+            /// since its state was saved, and the state to save when the stored one is missing
+            /// or behind `last_seq` (the conversation's, as the read saw it). A current state
+            /// (appends advance it) is returned without reading any message.
             async fn stable_start(
                 conn: &mut <$db as sqlx::Database>::Connection,
                 id: &str,
-                policy: &Policy,
-            ) -> Result<Option<(i64, Option<StableSave>)>, StoreError> {
-                let Some((key, budget, tokens)) = stable_key(policy) else {
-                    return Ok(None);
-                };
+                key: &StableKey,
+                last_seq: i64,
+            ) -> Result<(i64, Option<StableRow>), StoreError> {
                 let state: Option<(i64, i64, i64)> = sqlx::query_as(
                     "SELECT start_seq, cost, last_seq FROM stable_windows \
                      WHERE conversation_id = $1 AND policy_key = $2",
                 )
                 .bind(id)
-                .bind(&key)
+                .bind(key.key())
                 .fetch_optional(&mut *conn)
                 .await?;
-                let (start_seq, cost, last_seq) = state.unwrap_or((0, 0, 0));
-                let cost_column = if tokens {
-                    match policy.tokenizer {
-                        Tokenizer::O200k => "tokens_o200k",
-                        Tokenizer::Cl100k => "tokens_cl100k",
-                        Tokenizer::Chars4 => "(chars + 3) / 4 + 4",
+                let row = match state {
+                    Some((start_seq, cost, seen)) => {
+                        if seen >= last_seq {
+                            return Ok((start_seq, None));
+                        }
+                        StableRow {
+                            start_seq,
+                            cost,
+                            last_seq: seen,
+                        }
                     }
-                } else {
-                    "chars"
+                    None => StableRow::default(),
                 };
+                let next = Self::stable_catch_up(conn, id, key, row, last_seq).await?;
+                Ok((next.start_seq, Some(next)))
+            }
+
+            /// Advances a stable window's state over the non-system messages after
+            /// `row.last_seq`, up to `last_seq`: the fold of `StableState::append` over them,
+            /// reading the window's figures from its start (a window over budget jumps
+            /// forward within what it holds).
+            async fn stable_catch_up(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                key: &StableKey,
+                row: StableRow,
+                last_seq: i64,
+            ) -> Result<StableRow, StoreError> {
                 // System messages are not history: the window never counts them.
                 let sql = format!(
-                    "SELECT seq, {cost_column}, flags FROM messages \
-                     WHERE conversation_id = $1 AND seq >= $2 AND role <> 'system' ORDER BY seq"
+                    "SELECT seq, {}, flags FROM messages WHERE conversation_id = $1 \
+                     AND seq >= $2 AND seq <= $3 AND role <> 'system' ORDER BY seq",
+                    key.cost_sql()
                 );
                 let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&sql)
                     .bind(id)
-                    .bind(start_seq)
+                    .bind(row.start_seq)
+                    .bind(last_seq)
                     .fetch_all(&mut *conn)
                     .await?;
-                if rows.is_empty() {
-                    return Ok(Some((start_seq, None)));
-                }
                 let items: Vec<WindowItem> = rows
                     .iter()
                     .map(|&(_, c, f)| WindowItem {
@@ -554,24 +589,80 @@ macro_rules! sql_store {
                     .collect();
                 let mut st = StableState {
                     start: 0,
-                    cost: cost.max(0) as u64,
+                    cost: row.cost.max(0) as u64,
                 };
-                let mut moved = false;
                 for (k, &(seq, _, _)) in rows.iter().enumerate() {
-                    if seq <= last_seq {
+                    if seq <= row.last_seq {
                         continue;
                     }
-                    st.append(items[k].cost, budget, policy.low_water, |s| items[s..=k].to_vec());
-                    moved = true;
+                    st.append(items[k].cost, key.budget, key.low_water, |s| {
+                        items[s..=k].to_vec()
+                    });
                 }
-                let new_start = rows[st.start].0;
-                let save = moved.then(|| StableSave {
-                    key,
-                    start_seq: new_start,
-                    cost: st.cost as i64,
-                    last_seq: rows[rows.len() - 1].0,
-                });
-                Ok(Some((new_start, save)))
+                Ok(StableRow {
+                    start_seq: rows.get(st.start).map_or(row.start_seq, |r| r.0),
+                    cost: st.cost.min(i64::MAX as u64) as i64,
+                    last_seq,
+                })
+            }
+
+            /// Advances, inside an append's transaction, the stable windows that were current
+            /// before it (`before`: the conversation's last seq then) over the messages it
+            /// wrote (`added`, non-system, oldest first), up to `last_seq`. A window that still
+            /// fits its budget only has its cost and last seq updated; one that goes over is
+            /// caught up from its start. Windows behind `before` are left to the catch-up of
+            /// the next context build.
+            async fn advance_stable(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                id: &str,
+                before: i64,
+                last_seq: i64,
+                added: &[Figures],
+            ) -> Result<(), StoreError> {
+                let current: Vec<(String, i64, i64)> = sqlx::query_as(
+                    "SELECT policy_key, start_seq, cost FROM stable_windows \
+                     WHERE conversation_id = $1 AND last_seq = $2",
+                )
+                .bind(id)
+                .bind(before)
+                .fetch_all(&mut *conn)
+                .await?;
+                for (policy_key, start_seq, cost) in current {
+                    // A key this version did not write is never looked up again: leave it.
+                    let Some(key) = StableKey::parse(&policy_key) else {
+                        continue;
+                    };
+                    let grown = added
+                        .iter()
+                        .fold(cost.max(0), |c, f| c.saturating_add(key.cost(f)));
+                    let next = if u64::try_from(grown).is_ok_and(|g| g <= key.budget) {
+                        // Every step of the fold leaves the start where it is.
+                        StableRow {
+                            start_seq,
+                            cost: grown,
+                            last_seq,
+                        }
+                    } else {
+                        let row = StableRow {
+                            start_seq,
+                            cost,
+                            last_seq: before,
+                        };
+                        Self::stable_catch_up(conn, id, &key, row, last_seq).await?
+                    };
+                    sqlx::query(
+                        "UPDATE stable_windows SET start_seq = $3, cost = $4, last_seq = $5 \
+                         WHERE conversation_id = $1 AND policy_key = $2",
+                    )
+                    .bind(id)
+                    .bind(&policy_key)
+                    .bind(next.start_seq)
+                    .bind(next.cost)
+                    .bind(next.last_seq)
+                    .execute(&mut *conn)
+                    .await?;
+                }
+                Ok(())
             }
 
             /// Saves a stable window's state, unless the conversation changed since the read
@@ -580,7 +671,8 @@ macro_rules! sql_store {
                 &self,
                 tenant: &str,
                 id: &str,
-                save: &StableSave,
+                key: &StableKey,
+                save: &StableRow,
                 snap: &Snapshot,
             ) -> Result<(), StoreError> {
                 let mut tx = self.pool.begin_with($begin).await?;
@@ -604,7 +696,7 @@ macro_rules! sql_store {
                          WHERE stable_windows.last_seq < excluded.last_seq",
                     )
                     .bind(id)
-                    .bind(&save.key)
+                    .bind(key.key())
                     .bind(save.start_seq)
                     .bind(save.cost)
                     .bind(save.last_seq)
@@ -740,6 +832,7 @@ macro_rules! sql_store {
                     chars4: 0,
                     turns: 0,
                     cuts: 0,
+                    current_windows: 0,
                 };
                 Self::save_running(&mut tx, id, &r).await?;
                 tx.commit().await?;
@@ -768,6 +861,9 @@ macro_rules! sql_store {
                 }
                 let mut tx = self.pool.begin_with($begin).await?;
                 let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+                let before = r.last_seq;
+                // The figures of the history messages written, for the stable windows.
+                let mut added: Vec<Figures> = Vec::new();
                 let now = now_ms();
                 let mut out = Vec::with_capacity(encoded.len());
                 let mut batch_ids: std::collections::HashMap<&str, i64> =
@@ -821,13 +917,19 @@ macro_rules! sql_store {
                     if let Some(cid) = &e.client_id {
                         batch_ids.insert(cid.as_str(), r.last_seq);
                     }
+                    if e.role != Role::System.as_str() {
+                        added.push(e.figures);
+                    }
                     out.push(Appended {
                         seq: r.last_seq,
                         duplicate: false,
                     });
                 }
                 // A batch of retries writes nothing.
-                if out.iter().any(|a| !a.duplicate) {
+                if r.last_seq != before {
+                    if r.current_windows > 0 {
+                        Self::advance_stable(&mut *tx, id, before, r.last_seq, &added).await?;
+                    }
                     Self::save_running(&mut tx, id, &r).await?;
                 }
                 tx.commit().await?;
@@ -968,13 +1070,17 @@ macro_rules! sql_store {
                     Some(c) => Self::cut_start(conn, id, c).await?,
                     None => 0,
                 };
-                let (stable_start, save) = if policy.trim == TrimMode::Stable {
-                    match Self::stable_start(conn, id, policy).await? {
-                        Some((s, save)) => (Some(s), save),
-                        None => (None, None),
-                    }
+                let stable_key = if policy.trim == TrimMode::Stable {
+                    StableKey::of(policy)
                 } else {
-                    (None, None)
+                    None
+                };
+                let (stable_start, save) = match &stable_key {
+                    Some(key) => {
+                        let (s, save) = Self::stable_start(conn, id, key, snap.last_seq).await?;
+                        (Some(s), save)
+                    }
+                    None => (None, None),
                 };
                 if let Some(s) = stable_start {
                     floor = floor.max(s);
@@ -984,13 +1090,17 @@ macro_rules! sql_store {
                     start = start.max(Self::budget_start(conn, id, column, *threshold).await?);
                 }
 
-                let system_rows: Vec<(i64, String)> = sqlx::query_as(
-                    "SELECT seq, content FROM messages WHERE conversation_id = $1 \
-                     AND role = 'system' ORDER BY seq",
-                )
-                .bind(id)
-                .fetch_all(&mut *conn)
-                .await?;
+                let system_rows: Vec<(i64, String)> = if !snap.has_system {
+                    Vec::new()
+                } else {
+                    sqlx::query_as(
+                        "SELECT seq, content FROM messages WHERE conversation_id = $1 \
+                         AND role = 'system' ORDER BY seq",
+                    )
+                    .bind(id)
+                    .fetch_all(&mut *conn)
+                    .await?
+                };
                 let system_count = system_rows.len();
                 let mut system_parts = Vec::with_capacity(system_count);
                 for (seq, content) in system_rows {
@@ -1027,8 +1137,8 @@ macro_rules! sql_store {
                 }
                 tx.commit().await?;
 
-                if let Some(save) = &save {
-                    self.save_stable(tenant, id, save, &snap).await?;
+                if let (Some(key), Some(save)) = (&stable_key, &save) {
+                    self.save_stable(tenant, id, key, save, &snap).await?;
                 }
                 let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
                 let older = history_count.saturating_sub(messages.len());
@@ -1193,7 +1303,9 @@ sql_store!(
     // A deferred transaction reads one WAL snapshot.
     "BEGIN",
     "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
-     total_turns, total_cuts FROM conversations WHERE id = $1 AND tenant = $2"
+     total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
+     AND stable_windows.last_seq = conversations.last_seq) FROM conversations \
+     WHERE id = $1 AND tenant = $2"
 );
 
 /// PostgreSQL: several recall processes may share one database.
@@ -1224,7 +1336,9 @@ sql_store!(
     "BEGIN",
     "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
     "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
-     total_turns, total_cuts FROM conversations WHERE id = $1 AND tenant = $2 FOR UPDATE"
+     total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
+     AND stable_windows.last_seq = conversations.last_seq) FROM conversations \
+     WHERE id = $1 AND tenant = $2 FOR UPDATE"
 );
 
 // ---------------------------------------------------------------------------------------------

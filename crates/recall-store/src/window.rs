@@ -11,6 +11,8 @@ use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 use recall_core::tokens::Tokenizer;
 
+use crate::model::Figures;
+
 /// The column of running totals for a token budget under a tokenizer.
 pub(crate) fn cum_column(t: Tokenizer) -> &'static str {
     match t {
@@ -99,19 +101,179 @@ pub struct Window {
     pub stable_start: Option<i64>,
 }
 
-/// The key a stable window is stored under: what changes the window.
-pub(crate) fn stable_key(policy: &Policy) -> Option<(String, u64, bool)> {
-    let (budget, tokens) = recall_core::context::stable_budget(policy)?;
-    let key = format!(
-        "{}:{}:{}:{}",
-        if tokens {
-            policy.tokenizer.name()
-        } else {
-            "chars"
-        },
-        budget,
-        policy.low_water,
-        "v1"
-    );
-    Some((key, budget, tokens))
+/// What a stable window's cost is counted in: the figures the store keeps per message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CostMeasure {
+    /// Tokens under a tokenizer (a token budget is set).
+    Tokens(Tokenizer),
+    /// Characters (only a character budget is set).
+    Chars,
+}
+
+/// A stable window's identity: what changes the window. Stored as the `policy_key` of
+/// `stable_windows` (`measure:budget:low_water:v1`) and parsed back by an append, which has
+/// no policy, to advance the window over new messages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StableKey {
+    pub measure: CostMeasure,
+    pub budget: u64,
+    pub low_water: f64,
+}
+
+/// The version suffix of stored keys: a change to the fold or the cost measure must change it,
+/// so that old rows are ignored (and never advanced) instead of being misread.
+const KEY_VERSION: &str = "v1";
+
+impl StableKey {
+    /// The key of `policy`'s stable window; `None` when it has neither a token nor a character
+    /// budget (no window to keep).
+    pub(crate) fn of(policy: &Policy) -> Option<StableKey> {
+        let (budget, tokens) = recall_core::context::stable_budget(policy)?;
+        Some(StableKey {
+            measure: if tokens {
+                CostMeasure::Tokens(policy.tokenizer)
+            } else {
+                CostMeasure::Chars
+            },
+            budget,
+            low_water: policy.low_water,
+        })
+    }
+
+    /// The stored form. `f64`'s `Display` is the shortest text that parses back to the same
+    /// value, so [`StableKey::parse`] restores `low_water` exactly.
+    pub(crate) fn key(&self) -> String {
+        let measure = match self.measure {
+            CostMeasure::Tokens(t) => t.name(),
+            CostMeasure::Chars => "chars",
+        };
+        format!("{measure}:{}:{}:{KEY_VERSION}", self.budget, self.low_water)
+    }
+
+    /// Reads a stored key back; `None` for a key this version did not write.
+    pub(crate) fn parse(key: &str) -> Option<StableKey> {
+        let mut parts = key.split(':');
+        let measure = match parts.next()? {
+            "chars" => CostMeasure::Chars,
+            t => CostMeasure::Tokens(t.parse().ok()?),
+        };
+        let budget = parts.next()?.parse().ok()?;
+        let low_water: f64 = parts.next()?.parse().ok()?;
+        if parts.next()? != KEY_VERSION || parts.next().is_some() || !low_water.is_finite() {
+            return None;
+        }
+        Some(StableKey {
+            measure,
+            budget,
+            low_water,
+        })
+    }
+
+    /// The SQL expression of a message's cost over the `messages` columns; equal to
+    /// [`StableKey::cost`].
+    pub(crate) fn cost_sql(&self) -> &'static str {
+        match self.measure {
+            CostMeasure::Tokens(Tokenizer::O200k) => "tokens_o200k",
+            CostMeasure::Tokens(Tokenizer::Cl100k) => "tokens_cl100k",
+            CostMeasure::Tokens(Tokenizer::Chars4) => "(chars + 3) / 4 + 4",
+            CostMeasure::Chars => "chars",
+        }
+    }
+
+    /// A message's cost from its figures (negative figures, which no count produces, as 0
+    /// like the catch-up does).
+    pub(crate) fn cost(&self, f: &Figures) -> i64 {
+        match self.measure {
+            CostMeasure::Tokens(t) => f.tokens(t),
+            CostMeasure::Chars => f.chars,
+        }
+        .max(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recall_core::policy::TrimMode;
+
+    #[test]
+    fn key_round_trips() {
+        for t in Tokenizer::ALL {
+            for (tokens, chars) in [
+                (Some(8000), None),
+                (None, Some(123_456)),
+                (Some(5), Some(9)),
+            ] {
+                for low_water in [0.0, 0.3, 0.6, 1.0 / 3.0, 1.0] {
+                    let p = Policy {
+                        max_tokens: tokens,
+                        max_chars: chars,
+                        tokenizer: t,
+                        trim: TrimMode::Stable,
+                        low_water,
+                        ..Policy::default()
+                    };
+                    let k = StableKey::of(&p).expect("a budget is set");
+                    assert_eq!(StableKey::parse(&k.key()), Some(k), "{}", k.key());
+                }
+            }
+        }
+        assert_eq!(StableKey::of(&Policy::default()), None);
+    }
+
+    #[test]
+    fn key_format_is_stable() {
+        // Stored keys outlive the code that wrote them: the format must not drift.
+        let p = Policy {
+            max_tokens: Some(8000),
+            trim: TrimMode::Stable,
+            ..Policy::default()
+        };
+        let k = StableKey::of(&p).expect("budget");
+        assert_eq!(k.key(), "o200k:8000:0.6:v1");
+        let p = Policy {
+            max_chars: Some(500),
+            tokenizer: Tokenizer::Cl100k,
+            low_water: 0.5,
+            ..Policy::default()
+        };
+        assert_eq!(StableKey::of(&p).expect("budget").key(), "chars:500:0.5:v1");
+    }
+
+    #[test]
+    fn foreign_keys_are_refused() {
+        for k in [
+            "",
+            "o200k",
+            "o200k:8000:0.6",
+            "o200k:8000:0.6:v2",
+            "o200k:8000:0.6:v1:x",
+            "gpt2:8000:0.6:v1",
+            "o200k:-1:0.6:v1",
+            "o200k:8000:NaN:v1",
+            "o200k:8000:inf:v1",
+        ] {
+            assert_eq!(StableKey::parse(k), None, "{k}");
+        }
+    }
+
+    #[test]
+    fn cost_matches_sql_measure() {
+        let f = Figures {
+            tokens_o200k: 11,
+            tokens_cl100k: 13,
+            chars: 17,
+            ..Figures::default()
+        };
+        let key = |measure| StableKey {
+            measure,
+            budget: 1,
+            low_water: 0.5,
+        };
+        assert_eq!(key(CostMeasure::Tokens(Tokenizer::O200k)).cost(&f), 11);
+        assert_eq!(key(CostMeasure::Tokens(Tokenizer::Cl100k)).cost(&f), 13);
+        // (17 + 3) / 4 + 4, as the SQL expression computes it.
+        assert_eq!(key(CostMeasure::Tokens(Tokenizer::Chars4)).cost(&f), 9);
+        assert_eq!(key(CostMeasure::Chars).cost(&f), 17);
+    }
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{all_messages, check_window, partial, with_id, Rng};
+use common::{all_messages, check_window, partial, stable_by_fold, with_id, Raw, Rng, StableRow};
 use recall_core::extract::measure;
 use recall_core::message::{Block, DocumentKind, Message, Role, ToolResultContent};
 use recall_core::policy::{Policy, TrimMode};
@@ -1123,6 +1123,201 @@ async fn context_window_is_bounded(s: &dyn Store) {
     check_window(s, T, &id, &p, "bounded chars").await;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Stable window state
+// ---------------------------------------------------------------------------------------------
+
+/// Stable policies over every cost measure: o200k, cl100k and chars4 token budgets, a
+/// character budget; low-water marks that move the start often and seldom.
+fn stable_policies() -> Vec<Policy> {
+    let stable = |tokenizer, max_tokens, max_chars, low_water| Policy {
+        max_tokens,
+        max_chars,
+        tokenizer,
+        trim: TrimMode::Stable,
+        low_water,
+        ..Policy::default()
+    };
+    vec![
+        stable(Tokenizer::O200k, Some(1500), None, 0.6),
+        stable(Tokenizer::Cl100k, Some(1000), Some(50), 0.5),
+        stable(Tokenizer::Chars4, Some(2500), None, 0.8),
+        stable(Tokenizer::O200k, None, Some(6000), 0.3),
+    ]
+}
+
+/// The only stable window row of a conversation.
+async fn only_row(raw: Raw<'_>, id: &str, what: &str) -> StableRow {
+    let rows = raw.stable_rows(id).await;
+    assert_eq!(rows.len(), 1, "{what}: stable rows {rows:?}");
+    rows.into_iter().next().expect("one row")
+}
+
+/// Checks the stored row of `policy`'s window against the pure fold over the whole
+/// conversation, and that it is current (its last seq is the conversation's).
+async fn check_row(
+    s: &dyn Store,
+    raw: Raw<'_>,
+    id: &str,
+    policy: &Policy,
+    what: &str,
+) -> StableRow {
+    let row = only_row(raw, id, what).await;
+    let conv = s.get_conversation(T, id).await.unwrap();
+    assert_eq!(row.3, conv.last_seq, "{what}: row not current {row:?}");
+    let all = all_messages(s, T, id).await;
+    let (start, cost) = stable_by_fold(&all, policy).expect("history");
+    assert_eq!(
+        (row.1, row.2),
+        (start, cost),
+        "{what}: stored (start, cost) != pure fold\npolicy: {policy:?}"
+    );
+    row
+}
+
+/// Once a context build has created a stable window, every append advances its stored state
+/// (no context build in between) to what the pure fold gives for the whole conversation:
+/// appends that fit only grow its cost, appends that overflow move its start.
+async fn stable_window_advanced_on_append(s: &dyn Store, raw: Raw<'_>) {
+    let mut rng = Rng::new(4242);
+    for (n, p) in stable_policies().into_iter().enumerate() {
+        let id = new_conv(s).await;
+        let msgs = common::conversation(&mut rng, 30);
+        s.append(T, &id, complete(msgs)).await.unwrap();
+        assert!(
+            raw.stable_rows(&id).await.is_empty(),
+            "append creates no window"
+        );
+        check_window(s, T, &id, &p, "first build").await;
+        let mut row = check_row(s, raw, &id, &p, "after the first build").await;
+        let (mut moved, mut grew) = (0, 0);
+        for step in 0..60 {
+            let what = format!("policy {n} step {step}");
+            // 1 to 4 messages: turns, tool exchanges, system messages, documents.
+            let k = rng.range(1, 4) as usize;
+            let batch = common::conversation(&mut rng, k);
+            s.append(T, &id, complete(batch)).await.unwrap();
+            let next = check_row(s, raw, &id, &p, &what).await;
+            if next.1 != row.1 {
+                moved += 1;
+            } else if next.2 != row.2 {
+                grew += 1;
+            }
+            row = next;
+            if step % 7 == 6 {
+                // A context build finds the window current and uses it as it is.
+                check_window(s, T, &id, &p, &what).await;
+                assert_eq!(
+                    only_row(raw, &id, &what).await,
+                    row,
+                    "{what}: build rewrote"
+                );
+            }
+        }
+        // Both ways an append takes were taken.
+        assert!(moved >= 2, "policy {n}: the window moved {moved} times");
+        assert!(
+            grew >= 2,
+            "policy {n}: the window grew in place {grew} times"
+        );
+    }
+}
+
+/// A window left behind (as recall versions that only advanced windows at context builds
+/// would leave it) is not advanced by appends; the next context build catches it up.
+async fn stale_stable_window_caught_up(s: &dyn Store, raw: Raw<'_>) {
+    let mut rng = Rng::new(99);
+    for p in stable_policies() {
+        let id = new_conv(s).await;
+        s.append(T, &id, complete(common::conversation(&mut rng, 40)))
+            .await
+            .unwrap();
+        check_window(s, T, &id, &p, "first build").await;
+        let old = check_row(s, raw, &id, &p, "first build").await;
+        s.append(T, &id, complete(common::conversation(&mut rng, 20)))
+            .await
+            .unwrap();
+        check_row(s, raw, &id, &p, "advanced").await;
+        raw.set_stable_row(&id, &old).await;
+        for _ in 0..3 {
+            s.append(T, &id, complete(common::conversation(&mut rng, 15)))
+                .await
+                .unwrap();
+            assert_eq!(
+                only_row(raw, &id, "stale").await,
+                old,
+                "a stale window moved"
+            );
+        }
+        check_window(s, T, &id, &p, "catch-up").await;
+        check_row(s, raw, &id, &p, "caught up").await;
+        s.append(T, &id, complete(common::conversation(&mut rng, 10)))
+            .await
+            .unwrap();
+        check_row(s, raw, &id, &p, "advanced after the catch-up").await;
+    }
+}
+
+/// Updating a message's size or clearing the conversation discards the window; appends do
+/// not recreate it, and the next context build starts it over from the messages present.
+async fn stable_window_reset_by_update_and_clear(s: &dyn Store, raw: Raw<'_>) {
+    let mut rng = Rng::new(7);
+    let p = stable_policies().remove(0);
+    let id = new_conv(s).await;
+    let mut msgs = vec![user("first question"), assistant("first answer")];
+    msgs.extend(common::conversation(&mut rng, 40));
+    s.append(T, &id, complete(msgs)).await.unwrap();
+    check_window(s, T, &id, &p, "first build").await;
+    check_row(s, raw, &id, &p, "first build").await;
+
+    s.update_message(
+        T,
+        &id,
+        2,
+        NewMessage::complete(assistant(&"longer ".repeat(400))),
+    )
+    .await
+    .unwrap();
+    assert!(
+        raw.stable_rows(&id).await.is_empty(),
+        "update kept the window"
+    );
+    s.append(T, &id, complete(common::conversation(&mut rng, 5)))
+        .await
+        .unwrap();
+    assert!(
+        raw.stable_rows(&id).await.is_empty(),
+        "append recreated the window"
+    );
+    check_window(s, T, &id, &p, "after update").await;
+    check_row(s, raw, &id, &p, "rebuilt after update").await;
+    s.append(T, &id, complete(common::conversation(&mut rng, 5)))
+        .await
+        .unwrap();
+    check_row(s, raw, &id, &p, "advanced after update").await;
+
+    s.clear_conversation(T, &id).await.unwrap();
+    assert!(
+        raw.stable_rows(&id).await.is_empty(),
+        "clear kept the window"
+    );
+    s.append(T, &id, complete(common::conversation(&mut rng, 30)))
+        .await
+        .unwrap();
+    assert!(
+        raw.stable_rows(&id).await.is_empty(),
+        "append recreated the window"
+    );
+    check_window(s, T, &id, &p, "after clear").await;
+    let row = check_row(s, raw, &id, &p, "rebuilt after clear").await;
+    let first = all_messages(s, T, &id).await[0].seq;
+    assert!(row.1 >= first, "window starts before the clear: {row:?}");
+    s.append(T, &id, complete(common::conversation(&mut rng, 30)))
+        .await
+        .unwrap();
+    check_row(s, raw, &id, &p, "advanced after clear").await;
+}
+
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -1162,4 +1357,34 @@ suite!(
     context_window_matches_memory,
     orphan_tool_use_does_not_shrink_window,
     context_window_is_bounded,
+);
+
+/// Tests that also read tables directly.
+macro_rules! raw_suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_state {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::common::sqlite().await;
+                    super::$name(&db.store, crate::common::Raw::Sqlite(db.store.pool())).await;
+                }
+            )*
+        }
+        mod postgres_state {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = crate::common::pg().await else { return };
+                    super::$name(&db.store, crate::common::Raw::Pg(db.store.pool())).await;
+                }
+            )*
+        }
+    };
+}
+
+raw_suite!(
+    stable_window_advanced_on_append,
+    stale_stable_window_caught_up,
+    stable_window_reset_by_update_and_clear,
 );

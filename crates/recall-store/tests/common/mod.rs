@@ -644,3 +644,80 @@ pub fn partial(m: Message) -> NewMessage {
         figures: None,
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Direct reads of state the `Store` trait does not expose
+// ---------------------------------------------------------------------------------------------
+
+/// A `stable_windows` row: (policy_key, start_seq, cost, last_seq).
+pub type StableRow = (String, i64, i64, i64);
+
+/// A store's pool, for tests that check persisted state directly.
+#[derive(Clone, Copy)]
+pub enum Raw<'a> {
+    Sqlite(&'a sqlx::SqlitePool),
+    Pg(&'a sqlx::PgPool),
+}
+
+const STABLE_ROWS: &str = "SELECT policy_key, start_seq, cost, last_seq FROM stable_windows \
+     WHERE conversation_id = $1 ORDER BY policy_key";
+
+const SET_STABLE_ROW: &str = "UPDATE stable_windows SET start_seq = $3, cost = $4, last_seq = $5 \
+     WHERE conversation_id = $1 AND policy_key = $2";
+
+impl Raw<'_> {
+    /// The stable window rows of a conversation, by key.
+    pub async fn stable_rows(&self, id: &str) -> Vec<StableRow> {
+        match self {
+            Raw::Sqlite(p) => sqlx::query_as(STABLE_ROWS).bind(id).fetch_all(*p).await,
+            Raw::Pg(p) => sqlx::query_as(STABLE_ROWS).bind(id).fetch_all(*p).await,
+        }
+        .expect("read stable_windows")
+    }
+
+    /// Overwrites a stable window row (to leave one behind, as an older recall that only
+    /// advanced windows at context builds would have).
+    pub async fn set_stable_row(&self, id: &str, row: &StableRow) {
+        let done = match self {
+            Raw::Sqlite(p) => sqlx::query(SET_STABLE_ROW)
+                .bind(id)
+                .bind(&row.0)
+                .bind(row.1)
+                .bind(row.2)
+                .bind(row.3)
+                .execute(*p)
+                .await
+                .map(|r| r.rows_affected()),
+            Raw::Pg(p) => sqlx::query(SET_STABLE_ROW)
+                .bind(id)
+                .bind(&row.0)
+                .bind(row.1)
+                .bind(row.2)
+                .bind(row.3)
+                .execute(*p)
+                .await
+                .map(|r| r.rows_affected()),
+        };
+        assert_eq!(done.expect("update stable_windows"), 1, "row {row:?}");
+    }
+}
+
+/// The stable window of the whole conversation under `policy` by the pure fold
+/// (`recall_core::stable::stable_window_start` over the stored messages, measured by
+/// recall-core): its first seq and its cost. `None` without history.
+pub fn stable_by_fold(all: &[StoredMessage], policy: &Policy) -> Option<(i64, i64)> {
+    let (budget, tokens) = recall_core::context::stable_budget(policy)?;
+    let history: Vec<HistoryMessage> = all
+        .iter()
+        .filter(|m| m.message.role != Role::System)
+        .map(|m| HistoryMessage::new(m.seq as usize, m.message.clone(), &policy.tokenizer))
+        .collect();
+    let items: Vec<recall_core::stable::WindowItem> = history
+        .iter()
+        .map(|h| recall_core::context::window_item(h, tokens))
+        .collect();
+    let start = recall_core::stable::stable_window_start(&items, budget, policy.low_water);
+    let first = history.get(start)?;
+    let cost: u64 = items[start..].iter().map(|i| i.cost).sum();
+    Some((first.index as i64, cost as i64))
+}

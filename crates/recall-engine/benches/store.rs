@@ -1,0 +1,452 @@
+//! The durable store's acceptance figures (issue 3), through the engine, on the conversations
+//! of `recall-core/benches/select_render.rs` (the same generator, included from
+//! `recall-core/benches/common/workload.rs`):
+//!
+//! - `context_sqlite/<n>`: `Engine::context` (what `recall context` runs: the conversation, the
+//!   window from the store, selection and `transcript` rendering) with the transcript defaults
+//!   and `max_tokens = 8000`, over a SQLite file holding a conversation of n messages.
+//! - `append_sqlite/single`: `Engine::append_message`, one message and one commit per call
+//!   (WAL, `synchronous = NORMAL`), validation and token counting included.
+//! - `import_sqlite/10000`: `Engine::import` of the 10,000-message conversation as JSON Lines
+//!   into a new conversation (parsing, measuring on every core, one transaction).
+//! - `context_sqlite/statement`, `context_pg/statement`: one `SELECT 1` through the store's
+//!   pool, the cost of a round trip that every statement above pays.
+//! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_BENCH_PG_URL`, default
+//!   `postgres://postgres@127.0.0.1:5432/postgres`; a database of its own is created and
+//!   dropped). Skipped with a notice when the server cannot be reached.
+//!
+//! The SQLite files are populated with batched appends outside the timed loop and kept in
+//! `<target>/recall-bench/` for the next run.
+//!
+//! Run: `cargo bench -p recall-engine --bench store`
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BatchSize, BenchmarkGroup, BenchmarkId, Criterion,
+    SamplingMode, Throughput,
+};
+use recall_core::context::{ContextOutput, ContextRequest};
+use recall_core::message::Message;
+use recall_core::policy::{Format, PolicyOverrides};
+use recall_core::render::{render, Prompt, RenderInput};
+use recall_core::select::{select, HistoryMessage};
+use recall_core::tokens::Tokenizer;
+use recall_engine::store::{NewConversation, NewMessage, PgStore, SqliteStore, Store};
+use recall_engine::{Engine, ImportTarget, Limits, DEFAULT_TENANT as T};
+use sqlx::Connection;
+
+#[path = "../../recall-core/benches/common/workload.rs"]
+mod workload;
+
+const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+const MAX_TOKENS: u64 = 8_000;
+/// Messages per append while populating a database.
+const BATCH: usize = 1_000;
+/// Changes when the cached files must be rebuilt (the workload or the schema changed).
+const CACHE_VERSION: &str = "v1";
+
+fn runtime() -> tokio::runtime::Runtime {
+    // As the CLI runs its commands: a multi-threaded runtime.
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn request() -> ContextRequest {
+    ContextRequest {
+        overrides: PolicyOverrides {
+            max_tokens: Some(MAX_TOKENS),
+            ..PolicyOverrides::default()
+        },
+        ..ContextRequest::new(Format::Transcript)
+    }
+}
+
+/// Where the populated databases are kept: `<target>/recall-bench` (the bench runs as
+/// `<target>/release/deps/store-…`).
+fn cache_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("bench executable path");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .map_or_else(std::env::temp_dir, Path::to_path_buf);
+    target.join("recall-bench")
+}
+
+/// Appends `messages` in batches of `BATCH`, as an import of a long conversation would.
+async fn populate(store: &dyn Store, id: &str, messages: &[Message]) {
+    for chunk in messages.chunks(BATCH) {
+        let batch = chunk.iter().cloned().map(NewMessage::complete).collect();
+        store.append(T, id, batch).await.expect("populate");
+    }
+}
+
+/// An engine on a SQLite file holding one conversation of `n` messages, and its id. The file
+/// is built once (into a temporary name, renamed when complete) and reused while it holds the
+/// expected conversation.
+async fn sqlite_with(n: usize) -> (Engine, String) {
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir).expect("cache dir");
+    let path = dir.join(format!("sqlite-{n}-{CACHE_VERSION}.db"));
+    let title = format!("bench {n} {CACHE_VERSION}");
+    if path.exists() {
+        let store = SqliteStore::open(&path).await.expect("open cached db");
+        let convs = store.list_conversations(T, None, 2).await.expect("list");
+        if let [c] = convs.as_slice() {
+            if c.title.as_deref() == Some(&title) && c.message_count == n as i64 {
+                let id = c.id.clone();
+                return (Engine::new(Arc::new(store), Limits::default()), id);
+            }
+        }
+        drop(store);
+        remove_db(&path);
+    }
+    let tmp = dir.join(format!("sqlite-{n}-{CACHE_VERSION}.tmp.db"));
+    remove_db(&tmp);
+    let started = Instant::now();
+    let store = SqliteStore::open(&tmp).await.expect("create db");
+    let conv = store
+        .create_conversation(
+            T,
+            NewConversation {
+                title: Some(title),
+                ..NewConversation::default()
+            },
+        )
+        .await
+        .expect("create conversation");
+    populate(&store, &conv.id, &workload::conversation(n)).await;
+    // Checkpoint the WAL into the file so that the renamed file is complete on its own.
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(store.pool())
+        .await
+        .expect("checkpoint");
+    store.pool().close().await;
+    std::fs::rename(&tmp, &path).expect("rename populated db");
+    // The checkpoint emptied the temporary name's WAL: nothing of it is needed any more.
+    remove_db(&tmp);
+    eprintln!(
+        "populated {} ({n} messages) in {:.1} s",
+        path.display(),
+        started.elapsed().as_secs_f64()
+    );
+    let store = SqliteStore::open(&path).await.expect("open db");
+    (Engine::new(Arc::new(store), Limits::default()), conv.id)
+}
+
+/// Removes a database file with its WAL and shared-memory files.
+fn remove_db(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}
+
+/// What the in-memory pipeline (select + render, as `select_render` measures it) gives for the
+/// conversation of `n` messages: the store must produce the same prompt.
+fn expected_prompt(n: usize) -> String {
+    let history: Vec<HistoryMessage> = workload::conversation(n)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| HistoryMessage::new(i + 1, m, &Tokenizer::O200k))
+        .collect();
+    let policy = recall_core::policy::PolicyOverrides {
+        max_tokens: Some(MAX_TOKENS),
+        ..PolicyOverrides::default()
+    }
+    .apply(Format::Transcript.default_policy())
+    .expect("policy");
+    let sel = select(&history, &policy, &Tokenizer::O200k, 0);
+    match render(
+        Format::Transcript,
+        &RenderInput {
+            system_parts: &[],
+            kept: &sel.kept,
+            current: None,
+            escape: true,
+        },
+    ) {
+        Prompt::Text(t) => t,
+        other => panic!("transcript rendered {other:?}"),
+    }
+}
+
+/// Checks a context against the in-memory pipeline and describes it.
+fn check_context(label: &str, out: &ContextOutput, expected: &str) {
+    let Prompt::Text(text) = &out.prompt else {
+        panic!("{label}: transcript is a text format");
+    };
+    assert_eq!(
+        text, expected,
+        "{label}: the store's prompt differs from memory"
+    );
+    eprintln!(
+        "{label}: kept {} messages ({} tokens), dropped {}, prompt {} bytes",
+        out.stats.included,
+        out.stats.tokens,
+        out.stats.dropped,
+        text.len()
+    );
+}
+
+/// Many short samples: on a shared machine most run unpreempted, so the median reflects the
+/// code rather than the neighbours (as in `select_render`).
+fn flat_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(1_000)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    g
+}
+
+fn context_sqlite(c: &mut Criterion) {
+    let rt = runtime();
+    let req = request();
+    let expected = expected_prompt(10_000);
+    let mut g = flat_group(c, "context_sqlite");
+    for n in SIZES {
+        let (engine, id) = rt.block_on(sqlite_with(n));
+        let out = rt.block_on(engine.context(T, &id, &req)).expect("context");
+        check_context(&format!("sqlite {n}"), &out, &expected);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
+                    .expect("context")
+            })
+        });
+        if n == 10_000 {
+            // The floor under every figure here: one statement (`SELECT 1`) through the pool.
+            g.bench_function("statement", |b| {
+                b.iter(|| rt.block_on(engine.store().ping()).expect("ping"))
+            });
+        }
+    }
+    g.finish();
+}
+
+fn append_sqlite(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = rt
+        .block_on(SqliteStore::open(&dir.path().join("append.db")))
+        .expect("open");
+    let engine = Engine::new(Arc::new(store), Limits::default());
+    let id = rt
+        .block_on(engine.create_conversation(T, NewConversation::default()))
+        .expect("create")
+        .id;
+    // The messages as a client sends them (JSON); appended in order, round and round.
+    let values: Vec<serde_json::Value> = workload::conversation(10_000)
+        .iter()
+        .map(Message::to_json)
+        .collect();
+    let mut next = 0usize;
+    let mut g = flat_group(c, "append_sqlite");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("single", |b| {
+        b.iter_batched(
+            || {
+                next = (next + 1) % values.len();
+                values[next].clone()
+            },
+            |v| {
+                rt.block_on(engine.append_message(T, &id, v))
+                    .expect("append")
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+    let conv = rt
+        .block_on(engine.get_conversation(T, &id))
+        .expect("conversation");
+    eprintln!("append_sqlite: {} messages appended", conv.message_count);
+}
+
+fn import_sqlite(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = rt
+        .block_on(SqliteStore::open(&dir.path().join("import.db")))
+        .expect("open");
+    let engine = Engine::new(Arc::new(store), Limits::default());
+    let mut jsonl = String::new();
+    for m in workload::conversation(N) {
+        jsonl.push_str(&m.to_json().to_string());
+        jsonl.push('\n');
+    }
+    eprintln!("import: {N} messages, {} bytes of JSON Lines", jsonl.len());
+    let import = |title: &str| {
+        rt.block_on(engine.import(
+            T,
+            ImportTarget::New {
+                title: Some(title.to_string()),
+            },
+            &jsonl,
+            false,
+            &|_, _| {},
+        ))
+        .expect("import")
+    };
+    let report = import("check");
+    assert_eq!(report.imported, N, "every message imported");
+    rt.block_on(engine.delete_conversation(T, &report.conversation_id))
+        .expect("delete");
+
+    let mut g = c.benchmark_group("import_sqlite");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements(N as u64));
+    g.bench_function(BenchmarkId::from_parameter(N), |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                let started = Instant::now();
+                let report = import("bench");
+                timed += started.elapsed();
+                // The database stays the same size from one import to the next.
+                rt.block_on(engine.delete_conversation(T, &report.conversation_id))
+                    .expect("delete");
+            }
+            timed
+        })
+    });
+    g.finish();
+}
+
+/// The admin URL of the PostgreSQL server the bench uses.
+fn pg_admin_url() -> String {
+    std::env::var("RECALL_BENCH_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+/// A fresh database on the server, dropped when this is dropped.
+struct PgDatabase {
+    admin: String,
+    name: String,
+}
+
+impl PgDatabase {
+    async fn create(admin: &str) -> Result<PgDatabase, String> {
+        let connect = sqlx::PgConnection::connect(admin);
+        let mut conn = tokio::time::timeout(Duration::from_secs(5), connect)
+            .await
+            .map_err(|_| "connection timed out".to_string())?
+            .map_err(|e| e.to_string())?;
+        let name = format!("recall_bench_{}", std::process::id());
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        conn.close().await.ok();
+        Ok(PgDatabase {
+            admin: admin.to_string(),
+            name,
+        })
+    }
+
+    /// The admin URL with this database's name in place of the admin database.
+    fn url(&self) -> String {
+        let (base, query) = match self.admin.split_once('?') {
+            Some((b, q)) => (b, format!("?{q}")),
+            None => (self.admin.as_str(), String::new()),
+        };
+        let scheme_end = base.find("://").map_or(0, |i| i + 3);
+        let authority_end = base[scheme_end..]
+            .find('/')
+            .map_or(base.len(), |i| scheme_end + i);
+        format!("{}/{}{query}", &base[..authority_end], self.name)
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let name = self.name.clone();
+        // Drop may run inside a runtime: drop the database from a thread of its own.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let mut conn = sqlx::PgConnection::connect(&admin).await?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await?;
+                conn.close().await
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("warning: could not drop bench database {}", self.name);
+        }
+    }
+}
+
+fn context_pg(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let rt = runtime();
+    let admin = pg_admin_url();
+    let db = match rt.block_on(PgDatabase::create(&admin)) {
+        Ok(db) => db,
+        Err(why) => {
+            eprintln!("notice: PostgreSQL at {admin} is unreachable ({why}); skipping context_pg");
+            return;
+        }
+    };
+    let store = rt
+        .block_on(PgStore::connect(&db.url()))
+        .expect("connect bench database");
+    let id = rt
+        .block_on(store.create_conversation(T, NewConversation::default()))
+        .expect("create")
+        .id;
+    let started = Instant::now();
+    rt.block_on(populate(&store, &id, &workload::conversation(N)));
+    eprintln!(
+        "populated PostgreSQL ({N} messages) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    rt.block_on(async {
+        sqlx::query("VACUUM ANALYZE")
+            .execute(store.pool())
+            .await
+            .expect("analyze")
+    });
+    let engine = Engine::new(Arc::new(store), Limits::default());
+    let req = request();
+    let out = rt.block_on(engine.context(T, &id, &req)).expect("context");
+    check_context(&format!("postgres {N}"), &out, &expected_prompt(N));
+    let mut g = flat_group(c, "context_pg");
+    g.bench_function(BenchmarkId::from_parameter(N), |b| {
+        b.iter(|| {
+            rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
+                .expect("context")
+        })
+    });
+    g.bench_function("statement", |b| {
+        b.iter(|| rt.block_on(engine.store().ping()).expect("ping"))
+    });
+    g.finish();
+    // Close the pool before the database is dropped.
+    drop(engine);
+    drop(db);
+}
+
+criterion_group! {
+    name = store_benches;
+    config = Criterion::default().nresamples(20_000);
+    targets = context_sqlite, append_sqlite, import_sqlite, context_pg
+}
+criterion_main!(store_benches);
