@@ -505,7 +505,7 @@ mod tests {
             match rng.next() % 10 {
                 0..=5 => {
                     for _ in 0..40 {
-                        if unicode && rng.next() % 30 == 0 {
+                        if unicode && rng.next().is_multiple_of(30) {
                             s.push_str(rng.pick(NON_ASCII));
                         } else {
                             s.push_str(rng.pick(WORDS));

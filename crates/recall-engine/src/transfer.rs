@@ -190,7 +190,7 @@ fn measure_all(messages: &[recall_core::Message], progress: Progress<'_>) -> Vec
                     for m in c {
                         out.push(Figures::of(m));
                         let n = done_ref.fetch_add(1, Ordering::Relaxed) + 1;
-                        if n % 256 == 0 || n == total {
+                        if n.is_multiple_of(256) || n == total {
                             progress(n, total);
                         }
                     }

@@ -124,7 +124,7 @@ fn retry_hint(d: &Option<Duration>) -> String {
 
 fn secs(d: &Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{:.1}s", d.as_secs_f64())

@@ -244,14 +244,14 @@ fn append_worker() {
         let mut last = 0;
         for i in 0..PER_PROCESS {
             let m = Message::text(Role::User, format!("{name} message {i}"));
-            let new = if i % 2 == 0 {
+            let new = if i.is_multiple_of(2) {
                 with_id(m, &format!("{name}-{i}"))
             } else {
                 NewMessage::complete(m)
             };
             let r = store.append(T, &id, vec![new.clone()]).await.unwrap();
             assert!(!r[0].duplicate && r[0].seq > last, "{r:?} after {last}");
-            if i % 6 == 0 {
+            if i.is_multiple_of(6) {
                 let again = store.append(T, &id, vec![new]).await.unwrap();
                 assert_eq!(again[0].seq, r[0].seq);
                 assert!(again[0].duplicate);

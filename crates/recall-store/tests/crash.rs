@@ -28,7 +28,7 @@ fn client_id(i: u64) -> String {
 
 /// Message `i` of the stream: alternating roles, every seventh one long (a longer write).
 fn message(i: u64) -> Message {
-    let role = if i % 2 == 0 {
+    let role = if i.is_multiple_of(2) {
         Role::User
     } else {
         Role::Assistant

@@ -77,14 +77,14 @@ pub fn conversation(n: usize) -> Vec<Message> {
 /// Exactly `n` messages (`n` even) of whole turns: a user message, then an assistant reply;
 /// every 10th reply is a tool call (assistant `tool_use`, user `tool_result`, assistant text).
 fn turns(rng: &mut Rng, n: usize, tag: &str) -> Vec<Message> {
-    assert!(n % 2 == 0, "turns are 2 or 4 messages long");
+    assert!(n.is_multiple_of(2), "turns are 2 or 4 messages long");
     let mut out = Vec::with_capacity(n);
     let mut assistant_turns = 0usize;
     while out.len() < n {
         let len = rng.range(20, 400);
         out.push(Message::text(Role::User, text(rng, len)));
         assistant_turns += 1;
-        if assistant_turns % 10 == 0 && n - out.len() >= 3 {
+        if assistant_turns.is_multiple_of(10) && n - out.len() >= 3 {
             let id = format!("toolu_{tag}_{assistant_turns:08}");
             let query = text(rng, 40);
             out.push(Message::blocks(
