@@ -1,5 +1,6 @@
 //! `recall serve` (the HTTP server) and `recall keys` (its API keys).
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -19,6 +20,7 @@ fn init_logging(format: &str) -> anyhow::Result<()> {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let done = if format == "json" {
         builder.json().with_current_span(true).try_init()
