@@ -22,7 +22,7 @@ use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
 use crate::policy::{Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
 use crate::render::{render, Prompt, RenderInput};
-use crate::select::{alternation_warnings, select, HistoryMessage, Stats};
+use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
 use crate::stable::{stable_window_start, WindowItem};
 
 /// What to build.
@@ -56,6 +56,31 @@ pub struct ContextOutput {
     pub stats: Stats,
     /// The policy that was applied (format defaults plus overrides).
     pub policy: Policy,
+    /// The system prompt's parts, as rendered.
+    pub system_parts: Vec<String>,
+    /// The selected history, oldest first, after caps: what `prompt` was rendered from. A
+    /// backend that renders its own wire format (the LLM adapters) takes these.
+    pub kept: Vec<Kept>,
+    /// The `xml` current message, rendered after the history (`None` for other formats,
+    /// where a current message is the last of `kept`).
+    pub current: Option<String>,
+}
+
+impl ContextOutput {
+    /// The selected messages as one list: `kept`, then the `xml` current message as a user
+    /// text message. This is what a chat backend is sent.
+    pub fn messages(&self) -> Vec<Message> {
+        let mut out: Vec<Message> = self.kept.iter().map(|k| k.message.clone()).collect();
+        if let Some(c) = &self.current {
+            out.push(Message::text(Role::User, c.clone()));
+        }
+        out
+    }
+
+    /// The system prompt: its parts joined with `"\n"`, or `None` when there are none.
+    pub fn system(&self) -> Option<String> {
+        (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"))
+    }
 }
 
 /// Why a context could not be built.
@@ -199,10 +224,14 @@ pub fn assemble(
         current: current.as_deref(),
         escape: req.escape,
     };
+    let prompt = render(req.format, &input);
     Ok(ContextOutput {
-        prompt: render(req.format, &input),
+        prompt,
         stats,
         policy,
+        system_parts: g.system_parts,
+        kept: selection.kept,
+        current,
     })
 }
 

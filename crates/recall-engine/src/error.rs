@@ -21,6 +21,9 @@ pub enum EngineError {
         size: usize,
         limit: usize,
     },
+    /// The request conflicts with what is stored (a client id sent twice); nothing changed.
+    #[error("{0}")]
+    Conflict(String),
     #[error(transparent)]
     Context(#[from] ContextError),
     #[error(transparent)]
@@ -39,7 +42,13 @@ impl EngineError {
                 | EngineError::TooLarge { .. }
                 | EngineError::Context(_)
                 | EngineError::Policy(_)
+                | EngineError::Conflict(_)
         )
+    }
+
+    /// True for a conflict with stored state (an HTTP 409).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, EngineError::Conflict(_))
     }
 
     /// True when the conversation or message does not exist for this tenant.

@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+mod chat;
 mod error;
 mod transfer;
 
@@ -26,7 +27,9 @@ use recall_core::policy::{Format, Policy, PolicyOverrides};
 use recall_store::{Appended, Conversation, NewConversation, NewMessage, Store};
 use serde_json::Value;
 
+pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_INTERVAL};
 pub use error::EngineError;
+pub use recall_llm as llm;
 pub use recall_store::{self as store, DEFAULT_TENANT};
 pub use transfer::{ImportReport, ImportTarget};
 

@@ -165,6 +165,22 @@ impl Assembler {
         }
     }
 
+    /// True once any content (text, thinking, a tool call or a tool result) has arrived.
+    pub fn has_content(&self) -> bool {
+        !self.blocks.is_empty() || !self.tool_results.is_empty()
+    }
+
+    /// The assistant message so far, without consuming the assembler (to save a partial reply
+    /// while the stream goes on).
+    pub fn message(&self) -> Message {
+        message_of(self.blocks.clone())
+    }
+
+    /// The usage reported so far.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
     /// The reply so far.
     pub fn finish(self) -> AssembledReply {
         let status = if self.done && self.error.is_none() {
@@ -172,10 +188,7 @@ impl Assembler {
         } else {
             ReplyStatus::Partial
         };
-        let message = match self.blocks.as_slice() {
-            [Block::Text { text }] => Message::text(Role::Assistant, text.clone()),
-            _ => Message::blocks(Role::Assistant, self.blocks),
-        };
+        let message = message_of(self.blocks);
         AssembledReply {
             message,
             usage: self.usage,
@@ -184,6 +197,14 @@ impl Assembler {
             error: self.error,
             tool_results: self.tool_results,
         }
+    }
+}
+
+/// A single text block is string content; anything else is block content.
+fn message_of(blocks: Vec<Block>) -> Message {
+    match blocks.as_slice() {
+        [Block::Text { text }] => Message::text(Role::Assistant, text.clone()),
+        _ => Message::blocks(Role::Assistant, blocks),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `Backend` trait and the channel every adapter streams through.
 
 use futures::stream::BoxStream;
+use recall_core::Format;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +25,15 @@ pub type EventStream = BoxStream<'static, BackendEvent>;
 pub trait Backend: Send + Sync {
     /// A short stable name: `anthropic`, `openai` or `claude-cli`.
     fn name(&self) -> &'static str;
+
+    /// The context format whose selection defaults suit this backend: the native format of
+    /// an API, or the text format a one-prompt CLI is given.
+    fn context_format(&self) -> Format;
+
+    /// Exactly what [`Backend::stream`] would send for `req`, for display: the JSON request
+    /// body of an API (pretty-printed, no credentials: they travel in headers), or the CLI's
+    /// system prompt and stdin prompt.
+    fn preview(&self, req: &ChatRequest) -> Result<String, BackendError>;
 
     /// Sends `req` and streams the reply.
     async fn stream(

@@ -175,6 +175,15 @@ impl Backend for OpenAiBackend {
         "openai"
     }
 
+    fn context_format(&self) -> recall_core::Format {
+        recall_core::Format::Openai
+    }
+
+    fn preview(&self, req: &ChatRequest) -> Result<String, BackendError> {
+        let body = request_body(req, &self.config.model)?;
+        Ok(serde_json::to_string_pretty(&body).unwrap_or_default())
+    }
+
     async fn stream(
         &self,
         req: ChatRequest,

@@ -7,51 +7,17 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use recall_llm::{ApiKey, Backend, ClaudeCliBackend, ClaudeCliConfig, ReplyStatus};
+use recall_testkit::require_claude;
 use serde_json::{json, Value};
 use support::anthropic::{
     block_start, message_delta, message_json, message_start, message_stop, ping, text_delta,
 };
 use support::{assemble, drain, text_of, three_turns, FakeServer, Recorded, Reply};
 use tokio_util::sync::CancellationToken;
-
-/// The `claude` to test, or `None` when there is none.
-fn real_claude() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("RECALL_CLAUDE_PATH").filter(|p| !p.is_empty()) {
-        // Set explicitly: use it even if it is broken, so the test says so.
-        return Some(PathBuf::from(p));
-    }
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/node_modules/.bin/claude");
-    if local.exists() {
-        return Some(local);
-    }
-    let on_path = std::process::Command::new("claude")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    on_path.then(|| PathBuf::from("claude"))
-}
-
-fn require_claude() -> Option<PathBuf> {
-    match real_claude() {
-        Some(p) => Some(p),
-        None if std::env::var("CI").as_deref() == Ok("true") => panic!(
-            "the real `claude` binary is required when CI=true: run scripts/setup.sh \
-             (installs @anthropic-ai/claude-code into .tools/) or set RECALL_CLAUDE_PATH"
-        ),
-        None => {
-            eprintln!(
-                "NOTICE: skipping the real-claude test: no `claude` binary \
-                 (run scripts/setup.sh or set RECALL_CLAUDE_PATH)"
-            );
-            None
-        }
-    }
-}
 
 /// The texts of a message's content (a string or text blocks), joined with newlines.
 fn content_text(content: &Value) -> String {

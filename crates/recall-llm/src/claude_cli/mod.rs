@@ -206,6 +206,26 @@ impl Backend for ClaudeCliBackend {
         "claude-cli"
     }
 
+    fn context_format(&self) -> recall_core::Format {
+        match self.config.prompt_format {
+            PromptFormat::Xml => recall_core::Format::Xml,
+            PromptFormat::Transcript => recall_core::Format::Transcript,
+        }
+    }
+
+    fn preview(&self, req: &ChatRequest) -> Result<String, BackendError> {
+        let prompt = render_prompt(req, self.config.prompt_format)?;
+        let args = cli_args(req, &self.config);
+        // The system prompt is the argument after `--system-prompt`.
+        let system = args
+            .iter()
+            .position(|a| a == "--system-prompt")
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_default();
+        Ok(format!("--system-prompt:\n{system}\n\nstdin:\n{prompt}"))
+    }
+
     async fn stream(
         &self,
         req: ChatRequest,

@@ -1,0 +1,380 @@
+//! The chat turn: persist the user message, build the context with the conversation's
+//! policy, stream the reply from a backend, and persist it — `partial` with whatever arrived
+//! when the stream fails or is cancelled, so a turn is never lost.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use recall_core::context::{ContextOutput, ContextRequest};
+use recall_core::message::{Block, Content, Message, Role};
+use recall_core::policy::PolicyOverrides;
+use recall_core::select::Stats;
+use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
+use recall_store::{MessageStatus, NewMessage};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Engine, EngineError};
+
+/// How often a reply that is still streaming is saved as `partial`: a process killed
+/// mid-stream loses at most this much of the reply, never the turn.
+pub const PARTIAL_SAVE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// One chat turn to run.
+#[derive(Debug, Clone, Default)]
+pub struct ChatTurn {
+    /// The user's message: a string or content blocks (Anthropic shape).
+    pub content: Value,
+    /// Client idempotency key of the user message.
+    pub client_id: Option<String>,
+    /// The model; `None` uses the backend's default.
+    pub model: Option<String>,
+    /// The most tokens the reply may have (`None`: [`ChatRequest::DEFAULT_MAX_TOKENS`]).
+    pub max_tokens: Option<u32>,
+    /// Context limits over the backend format's defaults and the conversation's policy.
+    pub overrides: PolicyOverrides,
+}
+
+impl ChatTurn {
+    /// A turn with a text message and default limits.
+    pub fn text(content: impl Into<String>) -> ChatTurn {
+        ChatTurn {
+            content: Value::String(content.into()),
+            ..ChatTurn::default()
+        }
+    }
+}
+
+/// What a running turn reports, in order: the stored user message, the context that was
+/// built, then the backend's events as they arrive (the terminal one included).
+#[derive(Debug, Clone)]
+pub enum TurnEvent {
+    /// The user message is stored.
+    UserStored { seq: i64 },
+    /// The context was built; `stats.notice` is set when old messages were trimmed.
+    ContextBuilt { stats: Stats },
+    /// A backend event.
+    Backend(BackendEvent),
+}
+
+/// How a turn ended. Backend failures are reported here, not as an `Err`: the user message
+/// is stored by then and what arrived of the reply is too.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// The user message's seq.
+    pub user_seq: i64,
+    /// The assistant reply's seq, when anything of it arrived.
+    pub reply_seq: Option<i64>,
+    /// Complete, or partial (failed or cancelled).
+    pub status: MessageStatus,
+    /// The reply as stored (an empty assistant message when nothing arrived).
+    pub reply: Message,
+    /// Usage as the backend last reported it.
+    pub usage: Usage,
+    pub stop_reason: Option<String>,
+    /// Why the reply is partial or missing.
+    pub error: Option<BackendError>,
+    /// The selection's figures for the context that was sent.
+    pub stats: Stats,
+}
+
+impl TurnOutcome {
+    /// The reply's text blocks, concatenated.
+    pub fn text(&self) -> String {
+        match &self.reply.content {
+            Content::Text(s) => s.clone(),
+            Content::Blocks(b) => b
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A built chat request and the context it came from.
+#[derive(Debug, Clone)]
+pub struct PreparedRequest {
+    pub request: ChatRequest,
+    pub context: ContextOutput,
+}
+
+impl Engine {
+    /// Builds the request a backend would be sent for this conversation now, with the
+    /// backend's context format and the conversation's policy. `next` is a user message to
+    /// add after the stored history without storing it (a preview of the next turn); with
+    /// `None` the stored history must already end with the user message.
+    pub async fn chat_request(
+        &self,
+        tenant: &str,
+        id: &str,
+        backend: &dyn Backend,
+        overrides: &PolicyOverrides,
+        next: Option<String>,
+    ) -> Result<PreparedRequest, EngineError> {
+        let mut req = ContextRequest::new(backend.context_format());
+        req.overrides = overrides.clone();
+        req.current = next;
+        let context = self.context(tenant, id, &req).await?;
+        let request = ChatRequest {
+            system: context.system(),
+            messages: context.messages(),
+            model: None,
+            max_tokens: ChatRequest::DEFAULT_MAX_TOKENS,
+        };
+        Ok(PreparedRequest { request, context })
+    }
+
+    /// Runs one chat turn on conversation `id`: stores the user message, builds the context
+    /// with the conversation's policy for `backend`'s format, streams the reply (every event
+    /// goes to `on_event` as it arrives) and stores it.
+    ///
+    /// The reply is saved as `partial` while it streams (at most every
+    /// [`PARTIAL_SAVE_INTERVAL`]) and once more at the end: `complete` after `Done`,
+    /// `partial` after an error or when `cancel` fires. Tool results a backend produced itself
+    /// (the Claude Code CLI) are stored as a user message after the reply.
+    ///
+    /// `Err` means nothing was sent: the conversation does not exist or the message is
+    /// invalid (then nothing is stored), or the context could not be built (the user message
+    /// is stored). Backend failures end in `Ok` with [`TurnOutcome::error`] set. Run it to
+    /// completion — in its own task when the caller may go away — and stop it with `cancel`:
+    /// a dropped future cannot save the reply's last part.
+    pub async fn chat_turn(
+        &self,
+        tenant: &str,
+        id: &str,
+        backend: &dyn Backend,
+        turn: ChatTurn,
+        cancel: CancellationToken,
+        mut on_event: impl FnMut(TurnEvent) + Send,
+    ) -> Result<TurnOutcome, EngineError> {
+        let user = self.user_message(&turn)?;
+        // Check the conversation before storing anything, so a wrong id changes nothing.
+        self.store.get_conversation(tenant, id).await?;
+        let stored = self
+            .store
+            .append(tenant, id, vec![NewMessage::complete(user)])
+            .await?;
+        let appended = stored
+            .first()
+            .copied()
+            .ok_or_else(|| EngineError::Invalid("the user message was not stored".into()))?;
+        if appended.duplicate {
+            return Err(EngineError::Conflict(format!(
+                "message id {:?} was already sent in this conversation (seq {})",
+                turn.client_id.as_deref().unwrap_or_default(),
+                appended.seq
+            )));
+        }
+        let user_seq = appended.seq;
+        on_event(TurnEvent::UserStored { seq: user_seq });
+
+        let prepared = self
+            .chat_request(tenant, id, backend, &turn.overrides, None)
+            .await?;
+        let stats = prepared.context.stats.clone();
+        on_event(TurnEvent::ContextBuilt {
+            stats: stats.clone(),
+        });
+        let mut request = prepared.request;
+        request.model = turn.model.clone();
+        if let Some(n) = turn.max_tokens {
+            request.max_tokens = n;
+        }
+
+        let mut saver = ReplySaver::new(self, tenant, id, backend, turn.model.clone());
+        let mut assembler = Assembler::new();
+        match backend.stream(request, cancel.clone()).await {
+            Err(e) => assembler.push(&BackendEvent::Error(e)),
+            Ok(mut events) => {
+                while let Some(ev) = events.next().await {
+                    assembler.push(&ev);
+                    let terminal = ev.is_terminal();
+                    on_event(TurnEvent::Backend(ev));
+                    if terminal {
+                        break;
+                    }
+                    if assembler.has_content() && saver.due() {
+                        saver
+                            .save(
+                                &assembler.message(),
+                                MessageStatus::Partial,
+                                &assembler.usage(),
+                                None,
+                                None,
+                            )
+                            .await?;
+                    }
+                }
+            }
+        }
+        if !assembler.is_finished() {
+            // The stream ended without a terminal event: a broken adapter, not a reply.
+            assembler.push(&BackendEvent::Error(BackendError::new(
+                recall_llm::BackendErrorKind::Stream {
+                    message: "the backend's stream ended without a final event".into(),
+                },
+            )));
+        }
+        let reply = assembler.finish();
+        let status = if reply.is_complete() {
+            MessageStatus::Complete
+        } else {
+            MessageStatus::Partial
+        };
+        if reply.has_content() || saver.seq.is_some() {
+            saver
+                .save(
+                    &reply.message,
+                    status,
+                    &reply.usage,
+                    reply.stop_reason.as_deref(),
+                    reply.error.as_ref(),
+                )
+                .await?;
+        }
+        if saver.seq.is_some() && !reply.tool_results.is_empty() {
+            let results = Message::blocks(Role::User, reply.tool_results.clone());
+            self.store
+                .append(tenant, id, vec![NewMessage::complete(results)])
+                .await?;
+        }
+        Ok(TurnOutcome {
+            user_seq,
+            reply_seq: saver.seq,
+            status,
+            reply: reply.message,
+            usage: reply.usage,
+            stop_reason: reply.stop_reason,
+            error: reply.error,
+            stats,
+        })
+    }
+
+    /// The user message of a turn, checked like any appended message (non-empty, size).
+    fn user_message(&self, turn: &ChatTurn) -> Result<Message, EngineError> {
+        if let Value::String(s) = &turn.content {
+            if s.trim().is_empty() {
+                return Err(EngineError::Invalid(
+                    "the message is empty: type something to send".into(),
+                ));
+            }
+        }
+        let mut value = Map::new();
+        value.insert("role".into(), Value::String("user".into()));
+        value.insert("content".into(), turn.content.clone());
+        if let Some(cid) = &turn.client_id {
+            value.insert("id".into(), Value::String(cid.clone()));
+        }
+        let m = self.validate_message(Value::Object(value), 0)?;
+        if m.role != Role::User {
+            return Err(EngineError::Invalid(
+                "a chat turn sends a user message".into(),
+            ));
+        }
+        Ok(m)
+    }
+}
+
+/// Saves the assistant reply: appended the first time, updated in place after that.
+struct ReplySaver<'a> {
+    engine: &'a Engine,
+    tenant: &'a str,
+    id: &'a str,
+    backend: &'static str,
+    model: Option<String>,
+    seq: Option<i64>,
+    last_save: Option<Instant>,
+}
+
+impl<'a> ReplySaver<'a> {
+    fn new(
+        engine: &'a Engine,
+        tenant: &'a str,
+        id: &'a str,
+        backend: &dyn Backend,
+        model: Option<String>,
+    ) -> Self {
+        ReplySaver {
+            engine,
+            tenant,
+            id,
+            backend: backend.name(),
+            model,
+            seq: None,
+            last_save: None,
+        }
+    }
+
+    /// True when a partial save is due: never saved yet, or the interval has passed.
+    fn due(&self) -> bool {
+        self.last_save
+            .is_none_or(|t| t.elapsed() >= PARTIAL_SAVE_INTERVAL)
+    }
+
+    async fn save(
+        &mut self,
+        message: &Message,
+        status: MessageStatus,
+        usage: &Usage,
+        stop_reason: Option<&str>,
+        error: Option<&BackendError>,
+    ) -> Result<(), EngineError> {
+        let mut message = message.clone();
+        message.metadata = Some(self.metadata(usage, stop_reason, error));
+        let new = NewMessage {
+            message,
+            status,
+            figures: None,
+        };
+        match self.seq {
+            None => {
+                let out = self
+                    .engine
+                    .store
+                    .append(self.tenant, self.id, vec![new])
+                    .await?;
+                self.seq = out.first().map(|a| a.seq);
+            }
+            Some(seq) => {
+                self.engine
+                    .store
+                    .update_message(self.tenant, self.id, seq, new)
+                    .await?
+            }
+        }
+        self.last_save = Some(Instant::now());
+        Ok(())
+    }
+
+    /// What is kept about the reply beside its content: the backend, the model, usage, the
+    /// stop reason and the error that cut it short.
+    fn metadata(
+        &self,
+        usage: &Usage,
+        stop_reason: Option<&str>,
+        error: Option<&BackendError>,
+    ) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("backend".into(), Value::String(self.backend.into()));
+        if let Some(model) = &self.model {
+            m.insert("model".into(), Value::String(model.clone()));
+        }
+        if !usage.is_empty() {
+            m.insert(
+                "usage".into(),
+                serde_json::to_value(usage).unwrap_or(Value::Null),
+            );
+        }
+        if let Some(r) = stop_reason {
+            m.insert("stop_reason".into(), Value::String(r.into()));
+        }
+        if let Some(e) = error {
+            m.insert("error".into(), Value::String(e.to_string()));
+        }
+        m
+    }
+}
