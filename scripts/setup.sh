@@ -56,4 +56,10 @@ else
   log "warning: PostgreSQL is not reachable; its tests will be skipped outside CI"
 fi
 # --- recall-store (end) ---
+# --- recall-cli: tmux drives the `recall chat` REPL test in a real terminal (begin) ---
+if ! command -v tmux >/dev/null 2>&1; then
+  log "installing tmux"
+  apt-get update -qq && apt-get install -y -qq tmux
+fi
+# --- recall-cli (end) ---
 log "ok"

@@ -76,6 +76,9 @@ pub enum Command {
         recall import chat.jsonl --title 'Support chat' --strict\n  \
         recall import more.jsonl --conversation 0193…")]
     Import(ImportArgs),
+    /// Chat with a model; every turn is stored and the history goes with each request.
+    #[command(after_help = CHAT_HELP)]
+    Chat(ChatArgs),
     /// Export a conversation as JSON Lines that `recall import` reads back.
     #[command(after_help = "Examples:\n  \
         recall export 0193… > chat.jsonl\n  \
@@ -325,6 +328,82 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub store: StoreArgs,
 }
+
+/// The chat backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    /// The Claude Code CLI (`claude -p`) as a subprocess; the history goes to its stdin.
+    ClaudeCli,
+    /// The Anthropic Messages API (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
+    Anthropic,
+    /// An OpenAI-compatible server (OPENAI_BASE_URL, OPENAI_API_KEY): OpenAI, llama.cpp,
+    /// vLLM, Ollama.
+    Openai,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Conversation to continue [default: a new one].
+    #[arg(long, short, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Backend [default: anthropic when ANTHROPIC_API_KEY is set, else claude-cli when
+    /// `claude` is on PATH, else openai when OPENAI_BASE_URL is set].
+    #[arg(long, value_enum, env = "RECALL_BACKEND")]
+    pub backend: Option<BackendChoice>,
+    /// Model [default: the backend's].
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Most tokens per reply (API backends; the Claude Code CLI has no such flag).
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<u32>,
+    /// System prompt of a new conversation.
+    #[arg(long, value_name = "TEXT", conflicts_with = "conversation")]
+    pub system: Option<String>,
+    /// Send only the new message, no history (to compare with and without memory).
+    #[arg(long)]
+    pub no_history: bool,
+    /// The `claude` executable for the claude-cli backend.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "RECALL_CLAUDE_PATH",
+        default_value = "claude"
+    )]
+    pub claude_path: PathBuf,
+    /// How the claude-cli backend writes the history into its prompt: xml or transcript.
+    #[arg(long, value_name = "F", default_value = "xml")]
+    pub prompt_format: String,
+    /// Seconds a reply may take before it is stopped (and saved as partial).
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout: u64,
+    /// File of the REPL's input history [default: chat_history in the data directory].
+    #[arg(long, value_name = "FILE")]
+    pub history_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+const CHAT_HELP: &str = "\
+In the chat:
+  clear, /clear   empty the conversation (prints `Conversation cleared`)
+  /context        print exactly what the model will be sent next
+  /stats          messages, turns and tokens of the conversation
+  /help           this list
+  /exit, Ctrl-D   leave (Ctrl-C stops a reply; what arrived is kept as partial)
+
+With stdin not a terminal, one message is read from it, sent, and the reply printed.
+
+Backends are configured by environment: ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL
+(anthropic), OPENAI_BASE_URL and OPENAI_API_KEY (openai), and the `claude` login or
+ANTHROPIC_API_KEY for claude-cli.
+
+Examples:
+  recall chat
+  recall chat --backend claude-cli --conversation 0193…
+  recall chat --backend openai --model llama3 --max-tokens 8000
+  echo 'What did we decide about the cache?' | recall chat --conversation 0193…";
 
 const RENDER_EXAMPLES: &str = "\
 Formats:

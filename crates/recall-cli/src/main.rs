@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         cli::Command::Context(a) => block_on(store_cmds::context(a)),
         cli::Command::Import(a) => block_on(store_cmds::import(a)),
         cli::Command::Export(a) => block_on(store_cmds::export(a)),
+        cli::Command::Chat(a) => block_on(commands::chat::run(a)),
         cli::Command::Serve(a) => block_on(commands::serve::serve(a)),
         cli::Command::Keys(k) => block_on(commands::serve::keys(k)),
     };

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod chat;
 pub mod render;
 pub mod serve;
 pub mod store_cmds;

@@ -27,7 +27,7 @@ pub fn engine_err(e: EngineError) -> anyhow::Error {
     }
 }
 
-async fn open(store: &StoreArgs) -> anyhow::Result<Engine> {
+pub(crate) async fn open(store: &StoreArgs) -> anyhow::Result<Engine> {
     db::open(
         store.db.as_deref(),
         Limits {

@@ -1,0 +1,437 @@
+//! `recall chat`: an interactive REPL (or one turn from piped stdin) over a stored
+//! conversation. The turn itself is `Engine::chat_turn`; this module reads input, picks the
+//! backend and prints.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use recall_core::policy::PolicyOverrides;
+use recall_engine::llm::{
+    build_backend, AnthropicConfig, ApiKey, Backend, BackendConfig, BackendEvent, ClaudeCliConfig,
+    OpenAiConfig, PromptFormat,
+};
+use recall_engine::store::{MessageStatus, NewConversation};
+use recall_engine::{ChatTurn, Engine, TurnEvent, TurnOutcome};
+use rustyline::error::ReadlineError;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{BackendChoice, ChatArgs};
+use crate::commands::store_cmds::{engine_err, open};
+use crate::exit::bad_input;
+
+/// What the chat needs between turns.
+struct Session {
+    engine: Engine,
+    tenant: String,
+    id: String,
+    backend: Arc<dyn Backend>,
+    overrides: PolicyOverrides,
+    model: Option<String>,
+    max_output_tokens: Option<u32>,
+}
+
+pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let (backend, why) = pick_backend(&args)?;
+    let engine = open(&args.store).await?;
+    let tenant = args.store.tenant.clone();
+    let id = match &args.conversation {
+        Some(id) => {
+            engine
+                .get_conversation(&tenant, id)
+                .await
+                .map_err(engine_err)?;
+            id.clone()
+        }
+        None => {
+            let c = engine
+                .create_conversation(
+                    &tenant,
+                    NewConversation {
+                        title: Some("chat".into()),
+                        system_prompt: args.system.clone(),
+                        ..NewConversation::default()
+                    },
+                )
+                .await
+                .map_err(engine_err)?;
+            eprintln!(
+                "New conversation {} (continue it with --conversation {}).",
+                c.id, c.id
+            );
+            c.id
+        }
+    };
+    let mut overrides = args.limits.overrides();
+    if args.no_history {
+        // No earlier turn fits; the newest user message is always sent.
+        overrides.max_turns = Some(0);
+    }
+    let session = Session {
+        engine,
+        tenant,
+        id,
+        backend,
+        overrides,
+        model: args.model.clone(),
+        max_output_tokens: args.max_output_tokens,
+    };
+    if std::io::stdin().is_terminal() {
+        eprintln!("recall chat: backend {why}. /help for commands, Ctrl-D to leave.");
+        repl(&session, history_file(&args)).await
+    } else {
+        one_turn(&session).await
+    }
+}
+
+/// Piped stdin: the whole input is one message.
+async fn one_turn(s: &Session) -> anyhow::Result<ExitCode> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .context("cannot read the message from stdin")?;
+    if input.trim().is_empty() {
+        return Err(bad_input(
+            "nothing to send: stdin was empty (type a message or pipe one in)",
+        ));
+    }
+    let outcome = send(s, input.trim_end_matches(['\n', '\r']).to_string()).await?;
+    Ok(finish_code(&outcome))
+}
+
+fn finish_code(o: &TurnOutcome) -> ExitCode {
+    if o.error.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+async fn repl(s: &Session, history: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
+    if let Some(h) = &history {
+        // A missing history file is normal on the first run.
+        let _ = rl.load_history(h);
+    }
+    loop {
+        let line = tokio::task::block_in_place(|| rl.readline("> "));
+        let line = match line {
+            Ok(l) => l,
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e).context("cannot read input"),
+        };
+        let trimmed = line.trim();
+        if !trimmed.is_empty() {
+            let _ = rl.add_history_entry(trimmed);
+        }
+        match trimmed {
+            "" => {
+                eprintln!("Empty message not sent: type something, or /help.");
+            }
+            "/exit" | "/quit" => break,
+            "/help" => eprintln!("{}", REPL_HELP),
+            "clear" | "/clear" => {
+                s.engine
+                    .clear_conversation(&s.tenant, &s.id)
+                    .await
+                    .map_err(engine_err)?;
+                println!("Conversation cleared");
+            }
+            "/context" => match preview(s).await {
+                Ok(text) => println!("{text}"),
+                Err(e) => eprintln!("error: {e:#}"),
+            },
+            "/stats" => match stats(s).await {
+                Ok(text) => println!("{text}"),
+                Err(e) => eprintln!("error: {e:#}"),
+            },
+            cmd if cmd.starts_with('/') && !cmd.contains(char::is_whitespace) => {
+                eprintln!("Unknown command {cmd}: /help lists the commands.");
+            }
+            _ => {
+                if let Err(e) = send(s, line.clone()).await {
+                    eprintln!("error: {e:#}");
+                }
+            }
+        }
+    }
+    if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if let Err(e) = rl.save_history(h) {
+            eprintln!(
+                "warning: cannot save the input history to {}: {e}",
+                h.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+const REPL_HELP: &str = "\
+clear, /clear   empty the conversation
+/context        print exactly what the model will be sent next
+/stats          messages, turns and tokens of the conversation
+/exit, Ctrl-D   leave (Ctrl-C stops a reply; what arrived is kept as partial)";
+
+/// Runs one turn, printing the reply as it streams. Ctrl-C stops the reply.
+async fn send(s: &Session, text: String) -> anyhow::Result<TurnOutcome> {
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let turn = ChatTurn {
+        content: serde_json::Value::String(text),
+        model: s.model.clone(),
+        max_tokens: s.max_output_tokens,
+        overrides: s.overrides.clone(),
+        ..ChatTurn::default()
+    };
+    let mut printer = Printer::default();
+    let result = s
+        .engine
+        .chat_turn(&s.tenant, &s.id, s.backend.as_ref(), turn, cancel, |ev| {
+            printer.event(ev)
+        })
+        .await;
+    on_ctrl_c.abort();
+    let outcome = result.map_err(engine_err)?;
+    printer.end();
+    if let Some(e) = &outcome.error {
+        if outcome.status == MessageStatus::Partial && outcome.reply_seq.is_some() {
+            eprintln!("error: {e} (the reply so far is saved as partial)");
+        } else {
+            eprintln!("error: {e} (your message is saved; nothing arrived)");
+        }
+    }
+    Ok(outcome)
+}
+
+/// Prints a turn's events: the trimming notice, then the reply text as it arrives.
+#[derive(Default)]
+struct Printer {
+    wrote: bool,
+    thinking: bool,
+}
+
+impl Printer {
+    fn event(&mut self, ev: TurnEvent) {
+        let mut out = std::io::stdout().lock();
+        match ev {
+            TurnEvent::UserStored { .. } => {}
+            TurnEvent::ContextBuilt { stats } => {
+                if let Some(n) = stats.notice {
+                    eprintln!("{n}");
+                }
+            }
+            TurnEvent::Backend(BackendEvent::TextDelta(t)) => {
+                if self.thinking {
+                    let _ = writeln!(out);
+                    self.thinking = false;
+                }
+                let _ = out.write_all(t.as_bytes());
+                let _ = out.flush();
+                self.wrote = !t.ends_with('\n');
+            }
+            TurnEvent::Backend(BackendEvent::ThinkingDelta(_)) => {
+                if !self.thinking {
+                    eprint!("[thinking…]");
+                    self.thinking = true;
+                }
+            }
+            TurnEvent::Backend(BackendEvent::ToolUse { name, .. }) => {
+                let _ = writeln!(out, "[tool call: {name}]");
+                self.wrote = false;
+            }
+            TurnEvent::Backend(BackendEvent::ToolResult { .. }) => {
+                let _ = writeln!(out, "[tool result]");
+                self.wrote = false;
+            }
+            TurnEvent::Backend(_) => {}
+        }
+    }
+
+    fn end(&mut self) {
+        if self.wrote || self.thinking {
+            println!();
+        }
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// `/context`: exactly what the backend would be sent if the next message were typed now.
+async fn preview(s: &Session) -> anyhow::Result<String> {
+    let prepared = s
+        .engine
+        .chat_request(
+            &s.tenant,
+            &s.id,
+            s.backend.as_ref(),
+            &s.overrides,
+            Some("<your next message>".to_string()),
+        )
+        .await
+        .map_err(engine_err)?;
+    let mut req = prepared.request;
+    req.model = s.model.clone();
+    if let Some(n) = s.max_output_tokens {
+        req.max_tokens = n;
+    }
+    let mut text = s.backend.preview(&req)?;
+    if let Some(n) = prepared.context.stats.notice {
+        text = format!("{n}\n{text}");
+    }
+    Ok(text)
+}
+
+/// `/stats`: the conversation's figures.
+async fn stats(s: &Session) -> anyhow::Result<String> {
+    let c = s
+        .engine
+        .get_conversation(&s.tenant, &s.id)
+        .await
+        .map_err(engine_err)?;
+    let prepared = s
+        .engine
+        .chat_request(
+            &s.tenant,
+            &s.id,
+            s.backend.as_ref(),
+            &s.overrides,
+            Some("?".to_string()),
+        )
+        .await
+        .map_err(engine_err)?;
+    let st = &prepared.context.stats;
+    Ok(format!(
+        "conversation {}: {} messages, {} tokens stored; next request: {} messages, {} turns, {} tokens{}",
+        c.id,
+        c.message_count,
+        c.total_tokens,
+        st.included,
+        st.turns,
+        st.tokens,
+        if st.dropped > 0 {
+            format!(" ({} older messages trimmed)", st.dropped)
+        } else {
+            String::new()
+        }
+    ))
+}
+
+fn history_file(args: &ChatArgs) -> Option<PathBuf> {
+    args.history_file.clone().or_else(|| {
+        directories::ProjectDirs::from("", "", "recall").map(|d| d.data_dir().join("chat_history"))
+    })
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// True when `name` is an executable file on PATH (or a path to one).
+fn on_path(name: &Path) -> bool {
+    if name.components().count() > 1 {
+        return name.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
+}
+
+/// The backend to use and a phrase saying which and why.
+fn pick_backend(args: &ChatArgs) -> anyhow::Result<(Arc<dyn Backend>, String)> {
+    let (choice, why) = match args.backend {
+        Some(b) => (b, "chosen with --backend".to_string()),
+        None => {
+            if env("ANTHROPIC_API_KEY").is_some() {
+                (
+                    BackendChoice::Anthropic,
+                    "ANTHROPIC_API_KEY is set".to_string(),
+                )
+            } else if on_path(&args.claude_path) {
+                (
+                    BackendChoice::ClaudeCli,
+                    format!("{} found", args.claude_path.display()),
+                )
+            } else if env("OPENAI_BASE_URL").is_some() {
+                (BackendChoice::Openai, "OPENAI_BASE_URL is set".to_string())
+            } else {
+                return Err(bad_input(
+                    "no chat backend configured: set ANTHROPIC_API_KEY, install the Claude Code CLI \
+                     (npm install -g @anthropic-ai/claude-code), or set OPENAI_BASE_URL; or pass --backend",
+                ));
+            }
+        }
+    };
+    let timeout = Duration::from_secs(args.timeout.max(1));
+    let config = match choice {
+        BackendChoice::Anthropic => {
+            let mut c = AnthropicConfig {
+                api_key: env("ANTHROPIC_API_KEY").map(ApiKey::new),
+                ..AnthropicConfig::default()
+            };
+            if let Some(url) = env("ANTHROPIC_BASE_URL") {
+                c.base_url = url;
+            }
+            if let Some(m) = &args.model {
+                c.model = m.clone();
+            }
+            c.timeouts.total = Some(timeout);
+            BackendConfig::Anthropic(c)
+        }
+        BackendChoice::Openai => {
+            let mut c = OpenAiConfig {
+                api_key: env("OPENAI_API_KEY").map(ApiKey::new),
+                ..OpenAiConfig::default()
+            };
+            if let Some(url) = env("OPENAI_BASE_URL") {
+                c.base_url = url;
+            }
+            if let Some(m) = &args.model {
+                c.model = m.clone();
+            }
+            c.timeouts.total = Some(timeout);
+            BackendConfig::OpenAi(c)
+        }
+        BackendChoice::ClaudeCli => {
+            let prompt_format: PromptFormat = args.prompt_format.parse().map_err(bad_input)?;
+            BackendConfig::ClaudeCli(ClaudeCliConfig {
+                claude_path: args.claude_path.clone(),
+                prompt_format,
+                model: args.model.clone(),
+                timeout: Some(timeout),
+                // A neutral working directory: the CLI would otherwise read the CLAUDE.md
+                // of wherever recall was started and add it to every prompt.
+                working_dir: Some(neutral_dir()),
+                ..ClaudeCliConfig::default()
+            })
+        }
+    };
+    let name = match choice {
+        BackendChoice::Anthropic => "anthropic",
+        BackendChoice::Openai => "openai",
+        BackendChoice::ClaudeCli => "claude-cli",
+    };
+    let backend = build_backend(config).map_err(|e| bad_input(e.to_string()))?;
+    Ok((backend, format!("{name} ({why})")))
+}
+
+/// An empty directory of recall's own for the Claude Code CLI to run in (not a shared temp
+/// directory, where anyone could leave a CLAUDE.md).
+fn neutral_dir() -> PathBuf {
+    let dir = directories::ProjectDirs::from("", "", "recall")
+        .map(|d| d.data_dir().join("claude-cwd"))
+        .unwrap_or_else(|| std::env::temp_dir().join("recall-claude-cwd"));
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}

@@ -1,0 +1,345 @@
+//! `recall chat` as a user runs it: one turn per piped message against the REAL `claude`
+//! binary and a fake Anthropic server (memory across turns, and a negative control without
+//! history), piped turns against the Anthropic backend, and the errors a user meets first.
+//! The interactive REPL is tested in `chat_repl.rs`.
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::Arc;
+
+use assert_cmd::Command;
+use recall_testkit::{anthropic, claude_offline_env, require_claude, FakeServer, Recorded, Reply};
+use serde_json::{json, Value};
+
+/// The fake model's answer, derived from what the request carries so the reply proves what
+/// the CLI sent: it knows the dog's name only if turn 1 reached it.
+fn fake_answer(body: &Value) -> String {
+    let all = body.to_string();
+    let last_user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(b) => b
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        })
+        .unwrap_or_default();
+    // With the xml format the current message follows the history block.
+    let current = last_user
+        .rsplit("</conversation_history>")
+        .next()
+        .unwrap_or(&last_user)
+        .trim()
+        .to_string();
+    if current.contains("dog") {
+        if all.contains("Biscuit") {
+            "Your sister's greyhound is called Biscuit.".into()
+        } else {
+            "I don't know what your sister's dog is called.".into()
+        }
+    } else {
+        format!("Noted ({} chars).", current.chars().count())
+    }
+}
+
+fn fake_anthropic() -> recall_testkit::Handler {
+    Arc::new(|req: &Recorded, _| {
+        if req.method == "HEAD" {
+            return Reply::empty(200);
+        }
+        let path = req.path.split('?').next().unwrap_or("");
+        match path {
+            "/v1/messages" => {
+                let body = req.json();
+                let text = fake_answer(&body);
+                if body["stream"] == json!(true) {
+                    let (a, b) = text.split_at(text.len() / 2);
+                    Reply::sse(anthropic::text_reply(&[a, b]))
+                } else {
+                    Reply::json(200, anthropic::message_json(&text))
+                }
+            }
+            "/v1/messages/count_tokens" => Reply::json(200, json!({"input_tokens": 42})),
+            _ => Reply::json(200, json!({})),
+        }
+    })
+}
+
+const TURN_1: &str = "Long day. My sister Ingrid adopted a retired greyhound called Biscuit, \
+                      so I spent the evening helping her set up a dog bed.";
+const TURN_2: &str = "Unrelated: what's a good way to keep basil alive on a windowsill?";
+const TURN_3: &str = "What is my sister's dog called?";
+
+struct Env {
+    _dir: tempfile::TempDir,
+    db: String,
+    home: std::path::PathBuf,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    Env {
+        db: dir.path().join("chat.db").display().to_string(),
+        home,
+        _dir: dir,
+    }
+}
+
+fn recall(env: &Env) -> Command {
+    let mut c = Command::cargo_bin("recall").expect("recall binary");
+    c.env("RECALL_DB", &env.db)
+        .env("HOME", &env.home)
+        .env_remove("RECALL_TENANT")
+        .env_remove("RECALL_BACKEND")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_BASE_URL");
+    c
+}
+
+fn new_conversation(env: &Env) -> String {
+    let out = recall(env)
+        .args(["conversations", "new", "--title", "chat test"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn chat_turn(
+    env: &Env,
+    claude: &Path,
+    base_url: &str,
+    id: &str,
+    msg: &str,
+    extra: &[&str],
+) -> Output {
+    let mut c = recall(env);
+    for (k, v) in claude_offline_env(base_url, &env.home) {
+        c.env(k, v);
+    }
+    c.env("ANTHROPIC_API_KEY", "test-key-not-secret")
+        .args(["chat", "--backend", "claude-cli", "--conversation", id])
+        .arg("--claude-path")
+        .arg(claude)
+        .args(extra)
+        .write_stdin(msg)
+        .timeout(std::time::Duration::from_secs(180))
+        .output()
+        .expect("run recall chat")
+}
+
+/// The streaming `/v1/messages` request bodies the CLI sent, in order.
+fn turn_bodies(server: &FakeServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
+        .map(|r| r.json())
+        .filter(|b| b["stream"] == json!(true))
+        .map(|b| b.to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_remembers_earlier_turns_only_with_history() {
+    let Some(claude) = require_claude() else {
+        return;
+    };
+    let server = FakeServer::start(fake_anthropic()).await;
+    let base = server.base_url();
+    let env = env();
+
+    // With memory: three turns, each a separate `recall chat` process.
+    let id = new_conversation(&env);
+    let mut replies = Vec::new();
+    for msg in [TURN_1, TURN_2, TURN_3] {
+        let (claude, base, id, env_ref) = (claude.clone(), base.clone(), id.clone(), &env);
+        let out = tokio::task::block_in_place(|| chat_turn(env_ref, &claude, &base, &id, msg, &[]));
+        assert!(
+            out.status.success(),
+            "recall chat failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        replies.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    }
+    let bodies = turn_bodies(&server);
+    assert_eq!(bodies.len(), 3, "one streaming request per turn");
+    let third = &bodies[2];
+    assert!(
+        third.contains("Biscuit"),
+        "turn 1 reached the CLI's request: {third}"
+    );
+    assert!(
+        third.contains("basil alive on a windowsill"),
+        "turn 2 too: {third}"
+    );
+    assert!(third.contains(TURN_3), "{third}");
+    assert_eq!(replies[2], "Your sister's greyhound is called Biscuit.");
+
+    // Stored: six messages, all complete, in order.
+    let out = recall(&env).args(["export", &id]).output().expect("export");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    let roles: Vec<&str> = lines.iter().filter_map(|l| l["role"].as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+
+    // Negative control: the same turns with history disabled.
+    let server2 = FakeServer::start(fake_anthropic()).await;
+    let base2 = server2.base_url();
+    let id2 = new_conversation(&env);
+    let mut last = String::new();
+    for msg in [TURN_1, TURN_2, TURN_3] {
+        let out = tokio::task::block_in_place(|| {
+            chat_turn(&env, &claude, &base2, &id2, msg, &["--no-history"])
+        });
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        last = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    }
+    let bodies = turn_bodies(&server2);
+    assert_eq!(bodies.len(), 3);
+    assert!(
+        !bodies[2].contains("Biscuit"),
+        "no history was sent: {}",
+        bodies[2]
+    );
+    assert!(!bodies[2].contains("basil"), "{}", bodies[2]);
+    assert!(bodies[2].contains(TURN_3));
+    assert_eq!(last, "I don't know what your sister's dog is called.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn piped_turns_with_the_anthropic_backend() {
+    let server = FakeServer::start(fake_anthropic()).await;
+    let env = env();
+    let id = new_conversation(&env);
+    let run = |msg: &str| {
+        recall(&env)
+            .env("ANTHROPIC_API_KEY", "sk-ant-secret-value-123")
+            .env("ANTHROPIC_BASE_URL", server.base_url())
+            .args(["chat", "--conversation", &id])
+            .write_stdin(msg)
+            .output()
+            .expect("run")
+    };
+    let out = tokio::task::block_in_place(|| run(TURN_1));
+    assert!(out.status.success(), "{out:?}");
+    let out = tokio::task::block_in_place(|| run(TURN_3));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "Your sister's greyhound is called Biscuit."
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("sk-ant-secret-value-123"), "{stderr}");
+    // The key went in a header, never into what was logged or echoed.
+    let reqs = server.requests();
+    assert_eq!(reqs[0].header("x-api-key"), Some("sk-ant-secret-value-123"));
+    let body = reqs[1].json();
+    assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn empty_piped_input_is_rejected_and_nothing_is_stored() {
+    let env = env();
+    let id = new_conversation(&env);
+    let out = recall(&env)
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        .args(["chat", "--conversation", &id])
+        .write_stdin("  \n\n")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nothing to send"), "{stderr}");
+    let show = recall(&env)
+        .args(["conversations", "show", &id, "--json"])
+        .output()
+        .expect("show");
+    let v: Value = serde_json::from_slice(&show.stdout).expect("json");
+    assert_eq!(v["message_count"], 0, "{v}");
+}
+
+#[test]
+fn without_any_backend_one_line_says_how_to_configure_one() {
+    let env = env();
+    let empty_path = tempfile::tempdir().expect("dir");
+    let out = recall(&env)
+        .env("PATH", empty_path.path())
+        .env_remove("RECALL_CLAUDE_PATH")
+        .args(["chat"])
+        .write_stdin("hello")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+    assert!(stderr.contains("OPENAI_BASE_URL"), "{stderr}");
+    assert!(stderr.contains("claude-code"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_conversation_is_exit_2() {
+    let env = env();
+    let out = recall(&env)
+        .env("ANTHROPIC_API_KEY", "k")
+        .args(["chat", "--conversation", "nope"])
+        .write_stdin("hello")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_failure_exits_1_and_keeps_the_user_turn() {
+    let server = FakeServer::scripted(vec![Reply::json(
+        401,
+        json!({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}),
+    )])
+    .await;
+    let env = env();
+    let id = new_conversation(&env);
+    let out = tokio::task::block_in_place(|| {
+        recall(&env)
+            .env("ANTHROPIC_API_KEY", "sk-ant-wrong")
+            .env("ANTHROPIC_BASE_URL", server.base_url())
+            .args(["chat", "--conversation", &id])
+            .write_stdin("hello there")
+            .output()
+            .expect("run")
+    });
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("authentication failed"), "{stderr}");
+    assert!(stderr.contains("your message is saved"), "{stderr}");
+    let show = recall(&env)
+        .args(["conversations", "show", &id, "--json"])
+        .output()
+        .expect("show");
+    let v: Value = serde_json::from_slice(&show.stdout).expect("json");
+    assert_eq!(v["message_count"], 1, "{v}");
+}
