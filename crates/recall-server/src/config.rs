@@ -171,6 +171,8 @@ pub struct ServerConfig {
     /// No authentication: every request acts as the default tenant. Only allowed on a
     /// loopback address.
     pub no_auth: bool,
+    /// Chat backends by name (none: the chat routes answer 503).
+    pub backends: crate::chat::Backends,
 }
 
 impl ServerConfig {
@@ -181,6 +183,7 @@ impl ServerConfig {
             rate_limit: cfg.rate_limit,
             keys: cfg.keys.clone(),
             no_auth: false,
+            backends: crate::chat::Backends::default(),
         }
     }
 }

@@ -18,6 +18,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod chat;
 pub mod config;
 pub mod error;
 pub mod metrics;
@@ -45,6 +46,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 pub use auth::{create_key, hash_key, Auth, Tenant};
+pub use chat::Backends;
 pub use config::{ConfigError, ConfigKey, FileConfig, HttpLimits, RateLimit, ServerConfig};
 pub use error::ApiError;
 
@@ -128,6 +130,8 @@ pub fn router(state: AppState) -> Router {
             post(routes::append_messages).get(routes::list_messages),
         )
         .route("/v1/conversations/{id}/context", post(routes::context))
+        .route("/v1/conversations/{id}/chat", post(chat::chat_sse))
+        .route("/v1/conversations/{id}/ws", get(chat::chat_ws))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::authenticate,

@@ -17,6 +17,8 @@ use crate::views::*;
         crate::routes::append_messages,
         crate::routes::list_messages,
         crate::routes::context,
+        crate::chat::chat_sse,
+        crate::chat::chat_ws,
         crate::ops::healthz,
         crate::ops::readyz,
         crate::ops::metrics,
@@ -24,7 +26,7 @@ use crate::views::*;
     components(schemas(
         ConversationView, CreateConversation, ConversationPage, MessageView, MessagePage,
         AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, ErrorBody,
-        ErrorDetail
+        ErrorDetail, crate::chat::ChatBody
     )),
     modifiers(&BearerAuth)
 )]

@@ -310,6 +310,7 @@ impl Drop for PgDatabase {
 
 /// Runs each named test function (`async fn name(backend: Backend)`) on SQLite and on
 /// PostgreSQL, as `sqlite::name` and `pg::name`.
+#[allow(unused_macros)]
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
