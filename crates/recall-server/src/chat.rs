@@ -96,7 +96,8 @@ type Frame = (&'static str, Value);
 /// What the turn task reports.
 enum Report {
     Event(TurnEvent),
-    Finished(Result<TurnOutcome, EngineError>),
+    // Boxed: sent once per turn, while events are many.
+    Finished(Box<Result<TurnOutcome, EngineError>>),
 }
 
 /// A turn running in its own task; dropping this cancels it (the reply is saved as partial).
@@ -134,12 +135,16 @@ async fn start_turn(
                 let _ = events.send(Report::Event(ev));
             })
             .await;
-        let _ = tx.send(Report::Finished(result));
+        let _ = tx.send(Report::Finished(Box::new(result)));
     });
     let first = rx.recv().await.ok_or_else(ApiError::internal)?;
-    if let Report::Finished(Err(e)) = first {
-        return Err(ApiError::from(e));
-    }
+    let first = match first {
+        Report::Finished(r) => match *r {
+            Err(e) => return Err(ApiError::from(e)),
+            ok => Report::Finished(Box::new(ok)),
+        },
+        other => other,
+    };
     Ok((
         RunningTurn {
             rx,
@@ -175,25 +180,27 @@ impl RunningTurn {
                 Some(("user_stored", json!({ "seq": seq })))
             }
             Report::Event(TurnEvent::ContextBuilt { .. }) => None,
-            Report::Finished(Ok(o)) => Some(match &o.error {
-                None => (
-                    "done",
-                    json!({"message_id": o.reply_seq, "user_message_id": o.user_seq,
+            Report::Finished(r) => match *r {
+                Ok(o) => Some(match &o.error {
+                    None => (
+                        "done",
+                        json!({"message_id": o.reply_seq, "user_message_id": o.user_seq,
                            "usage": o.usage, "stop_reason": o.stop_reason}),
-                ),
-                Some(e) => {
-                    self.state.inner.metrics.backend_error(&self.backend);
-                    (
-                        "error",
-                        json!({"message": e.to_string(), "message_id": o.reply_seq,
+                    ),
+                    Some(e) => {
+                        self.state.inner.metrics.backend_error(&self.backend);
+                        (
+                            "error",
+                            json!({"message": e.to_string(), "message_id": o.reply_seq,
                                "status": o.status}),
-                    )
+                        )
+                    }
+                }),
+                Err(e) => {
+                    let err = ApiError::from(e);
+                    Some(("error", json!({"message": err.message})))
                 }
-            }),
-            Report::Finished(Err(e)) => {
-                let err = ApiError::from(e);
-                Some(("error", json!({"message": err.message})))
-            }
+            },
         }
     }
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use recall_server::{FileConfig, ServerConfig, ServerError};
+use recall_server::{Backends, FileConfig, ServerConfig, ServerError};
 use serde_json::json;
 
 use crate::cli::{KeysCommand, ServeArgs};
@@ -47,6 +47,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     })?;
     let mut config = ServerConfig::from_file(&file);
     config.no_auth = a.no_auth;
+    config.backends = backends_from_env()?;
     init_logging(&a.log_format)?;
 
     let url = db::resolve(a.db.as_deref().or(file.db.as_deref()))?;
@@ -78,6 +79,14 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
                  `recall keys create --tenant NAME`."
             );
         }
+    }
+    if config.backends.is_empty() {
+        eprintln!(
+            "note: no chat backend (set ANTHROPIC_API_KEY or OPENAI_BASE_URL, or install the \
+             Claude Code CLI); /chat and /ws answer 503"
+        );
+    } else {
+        eprintln!("chat backends: {}", config.backends.names().join(", "));
     }
     eprintln!(
         "recall listening on http://{local} (database {})",
@@ -161,4 +170,50 @@ pub async fn keys(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The chat backends the environment configures, in the order `recall chat` prefers them:
+/// the Anthropic API (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`), the Claude Code CLI when
+/// `claude` is on PATH, an OpenAI-compatible server (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+fn backends_from_env() -> anyhow::Result<Backends> {
+    use crate::commands::chat::{env, neutral_dir, on_path};
+    use recall_engine::llm::{
+        build_backend, AnthropicConfig, ApiKey, BackendConfig, ClaudeCliConfig, OpenAiConfig,
+    };
+    let mut configs = Vec::new();
+    if let Some(key) = env("ANTHROPIC_API_KEY") {
+        let mut c = AnthropicConfig {
+            api_key: Some(ApiKey::new(key)),
+            ..AnthropicConfig::default()
+        };
+        if let Some(url) = env("ANTHROPIC_BASE_URL") {
+            c.base_url = url;
+        }
+        configs.push(("anthropic", BackendConfig::Anthropic(c)));
+    }
+    let claude = ClaudeCliConfig::default();
+    if on_path(&claude.claude_path) {
+        configs.push((
+            "claude-cli",
+            BackendConfig::ClaudeCli(ClaudeCliConfig {
+                // Not the server's working directory: the CLI would add its CLAUDE.md.
+                working_dir: Some(neutral_dir()),
+                ..claude
+            }),
+        ));
+    }
+    if let Some(url) = env("OPENAI_BASE_URL") {
+        let c = OpenAiConfig {
+            api_key: env("OPENAI_API_KEY").map(ApiKey::new),
+            base_url: url,
+            ..OpenAiConfig::default()
+        };
+        configs.push(("openai", BackendConfig::OpenAi(c)));
+    }
+    let mut backends = Backends::default();
+    for (name, c) in configs {
+        let b = build_backend(c).map_err(|e| bad_input(format!("backend {name}: {e}")))?;
+        backends = backends.with(name, b);
+    }
+    Ok(backends)
 }
