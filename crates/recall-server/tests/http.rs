@@ -770,6 +770,8 @@ async fn operational_routes(b: Backend) {
         "/v1/conversations/{id}/clear",
         "/v1/conversations/{id}/messages",
         "/v1/conversations/{id}/context",
+        "/v1/conversations/{id}/chat",
+        "/v1/conversations/{id}/ws",
         "/healthz",
         "/readyz",
         "/metrics",
