@@ -234,14 +234,13 @@ impl Totals {
     }
 }
 
-fn tool_use_ids(m: &Message) -> HashSet<&str> {
-    m.block_slice()
-        .iter()
-        .filter_map(|b| match b {
-            Block::ToolUse { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
-        .collect()
+/// The ids of a message's tool_use blocks, in block order (warnings list them in this
+/// order, so the output is the same on every run).
+fn tool_use_ids(m: &Message) -> impl Iterator<Item = &str> {
+    m.block_slice().iter().filter_map(|b| match b {
+        Block::ToolUse { id, .. } => Some(id.as_str()),
+        _ => None,
+    })
 }
 
 fn tool_result_ids(m: &Message) -> impl Iterator<Item = &str> {
@@ -418,7 +417,7 @@ fn next_unit(
 
     let start = assistant.unwrap_or(j);
     let uses: HashSet<&str> = assistant
-        .map(|a| tool_use_ids(&items[a].message))
+        .map(|a| tool_use_ids(&items[a].message).collect())
         .unwrap_or_default();
     let results: HashSet<&str> = results_run
         .clone()
@@ -435,7 +434,7 @@ fn next_unit(
         match strip_blocks(m, keep) {
             None => members.push((a, None)),
             Some(repaired) => {
-                for id in uses.iter().filter(|id| !results.contains(**id)) {
+                for id in tool_use_ids(m).filter(|id| !results.contains(id)) {
                     warnings.push(format!(
                         "messages[{}]: tool_use '{id}' has no matching tool_result, dropping it",
                         items[a].index
@@ -632,6 +631,36 @@ mod tests {
         assert_eq!(s.kept.len(), 5);
         assert!(!s.stats.trimmed);
         assert_eq!(s.stats.turns, 2);
+    }
+
+    #[test]
+    fn orphan_warnings_follow_block_order() {
+        let uses: Vec<Block> = ["t9", "t1", "t5", "t3", "t7"]
+            .iter()
+            .map(|id| Block::ToolUse {
+                id: (*id).into(),
+                name: "n".into(),
+                input: json!({}),
+            })
+            .collect();
+        let mut blocks = vec![Block::Text {
+            text: "calling".into(),
+        }];
+        blocks.extend(uses);
+        let h = hist(vec![
+            u("go"),
+            Message::blocks(Role::Assistant, blocks),
+            tool_result("t5", "ok"),
+            u("next"),
+        ]);
+        let s = select(&h, &Policy::default(), &Tokenizer::Chars4, 0);
+        let ids: Vec<String> = s
+            .stats
+            .warnings
+            .iter()
+            .filter_map(|w| w.split('\'').nth(1).map(str::to_string))
+            .collect();
+        assert_eq!(ids, ["t9", "t1", "t3", "t7"], "{:?}", s.stats.warnings);
     }
 
     #[test]
