@@ -92,12 +92,101 @@ pub enum Command {
         recall mcp --db /tmp/recall.db --tenant team-a\n  \
         claude mcp add recall -- recall mcp")]
     Mcp(McpArgs),
+    /// Serve the HTTP API (REST under /v1, /healthz, /readyz, /metrics, /openapi.json).
+    #[command(after_help = "Examples:\n  \
+        recall keys create --tenant acme          # prints a key once\n  \
+        recall serve --addr 127.0.0.1:8080 --db /var/lib/recall/recall.db\n  \
+        recall serve --config recall.toml\n  \
+        recall serve --no-auth                    # loopback only, default tenant\n\n\
+        Stop with ctrl-c or SIGTERM: requests in flight finish first.")]
+    Serve(ServeArgs),
+    /// Create, list and revoke API keys of the HTTP server (stored hashed in the database).
+    #[command(subcommand)]
+    Keys(KeysCommand),
 }
 
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub struct ServeArgs {
+    /// Address to listen on [default: the config file's, else 127.0.0.1:8080].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub addr: Option<String>,
+    /// Database: a SQLite file path or a postgres:// URL [default: the config file's, else
+    /// recall.db in the user's data directory].
+    #[arg(
+        long,
+        env = "RECALL_DB",
+        value_name = "PATH|URL",
+        hide_env_values = true
+    )]
+    pub db: Option<String>,
+    /// TOML config file: addr, db, [limits], [rate_limit], [[keys]] (see the README).
+    #[arg(long, env = "RECALL_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// No authentication: every request acts as the default tenant. Loopback addresses only.
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Log format on stderr: text or json (filter with RUST_LOG, default info).
+    #[arg(long, value_name = "F", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key for a tenant and print it (shown this once; only its hash is stored).
+    #[command(after_help = "Example:\n  recall keys create --tenant acme --label 'web app'")]
+    Create(KeysCreateArgs),
+    /// List keys (ids, tenants, labels; never the keys).
+    #[command(
+        after_help = "Examples:\n  recall keys list\n  recall keys list --tenant acme --json"
+    )]
+    List(KeysListArgs),
+    /// Revoke a key by its id.
+    #[command(after_help = "Example:\n  recall keys revoke 0193…")]
+    Revoke(KeysRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeyStoreArgs {
+    /// Database: a SQLite file path or a postgres:// URL.
+    #[arg(
+        long,
+        env = "RECALL_DB",
+        value_name = "PATH|URL",
+        hide_env_values = true
+    )]
+    pub db: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysCreateArgs {
+    /// The tenant the key acts for.
+    #[arg(long, value_name = "NAME")]
+    pub tenant: String,
+    /// A note to tell keys apart.
+    #[arg(long)]
+    pub label: Option<String>,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: KeyStoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysListArgs {
+    /// Only this tenant's keys.
+    #[arg(long, value_name = "NAME")]
+    pub tenant: Option<String>,
+    /// JSON Lines output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: KeyStoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysRevokeArgs {
+    /// The key's id (from `recall keys list`).
+    pub id: String,
+    #[command(flatten)]
+    pub store: KeyStoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -429,4 +518,10 @@ fn parse_tokenizer(s: &str) -> Result<Tokenizer, String> {
 
 fn parse_trim(s: &str) -> Result<TrimMode, String> {
     s.parse()
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
 }

@@ -23,6 +23,8 @@ fn main() -> ExitCode {
         cli::Command::Export(a) => block_on(store_cmds::export(a)),
         cli::Command::Chat(a) => block_on(commands::chat::run(a)),
         cli::Command::Mcp(a) => block_on(commands::mcp::run(a)),
+        cli::Command::Serve(a) => block_on(commands::serve::serve(a)),
+        cli::Command::Keys(k) => block_on(commands::serve::keys(k)),
     };
     match result {
         Ok(code) => code,

@@ -33,11 +33,13 @@
 //! ```
 
 mod error;
+mod keys;
 mod model;
 mod sql;
 mod window;
 
 pub use error::StoreError;
+pub use keys::{ApiKey, NewApiKey};
 pub use model::{
     core_measure, Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage,
     SearchHit, StoredMessage, StoredTask,
@@ -146,6 +148,26 @@ pub trait Store: Send + Sync {
         query: &str,
         limit: u32,
     ) -> Result<Vec<SearchHit>, StoreError>;
+    /// Stores an API key (its hash) for a tenant.
+    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
+
+    /// The tenant of the unrevoked key whose SHA-256 (lower-case hex) is `key_sha256`.
+    async fn api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError>;
+
+    /// API keys, of one tenant or of all, oldest first (revoked ones included).
+    async fn list_api_keys(&self, tenant: Option<&str>) -> Result<Vec<ApiKey>, StoreError>;
+
+    /// Revokes a key by id; false when no unrevoked key has that id.
+    async fn revoke_api_key(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// The message of a conversation stored with client id `client_id`, if any (to tell a
+    /// retry from a client id reused for a different message).
+    async fn message_by_client_id(
+        &self,
+        tenant: &str,
+        id: &str,
+        client_id: &str,
+    ) -> Result<Option<StoredMessage>, StoreError>;
 }
 
 /// Opens the store a URL names: `postgres://…` / `postgresql://…`, or a SQLite file as

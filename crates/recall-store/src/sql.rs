@@ -20,6 +20,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteSy
 use sqlx::Row;
 
 use crate::error::StoreError;
+use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
     Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, SearchHit,
     StoredMessage, StoredTask,
@@ -1221,6 +1222,94 @@ macro_rules! sql_store {
                     return Ok(Vec::new());
                 }
                 self.search_hits(tenant, &words, limit).await
+            }
+
+            async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {
+                check_text("tenant", &key.tenant)?;
+                check_text("label", key.label.as_deref().unwrap_or(""))?;
+                let now = now_ms();
+                sqlx::query(
+                    "INSERT INTO api_keys (id, tenant, key_sha256, label, created_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(&key.id)
+                .bind(&key.tenant)
+                .bind(&key.key_sha256)
+                .bind(&key.label)
+                .bind(now)
+                .execute(&self.pool)
+                .await?;
+                Ok(ApiKey {
+                    id: key.id,
+                    tenant: key.tenant,
+                    label: key.label,
+                    created_at: now,
+                    revoked_at: None,
+                })
+            }
+
+            async fn api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError> {
+                Ok(sqlx::query_scalar(
+                    "SELECT tenant FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL",
+                )
+                .bind(key_sha256)
+                .fetch_optional(&self.pool)
+                .await?)
+            }
+
+            async fn list_api_keys(&self, tenant: Option<&str>) -> Result<Vec<ApiKey>, StoreError> {
+                let rows: Vec<(String, String, Option<String>, i64, Option<i64>)> = sqlx::query_as(
+                    "SELECT id, tenant, label, created_at, revoked_at FROM api_keys \
+                     WHERE $1 IS NULL OR tenant = $1 ORDER BY created_at, id",
+                )
+                .bind(tenant)
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(id, tenant, label, created_at, revoked_at)| ApiKey {
+                        id,
+                        tenant,
+                        label,
+                        created_at,
+                        revoked_at,
+                    })
+                    .collect())
+            }
+
+            async fn revoke_api_key(&self, id: &str) -> Result<bool, StoreError> {
+                let done = sqlx::query(
+                    "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+                )
+                .bind(now_ms())
+                .bind(id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+                Ok(done > 0)
+            }
+
+            async fn message_by_client_id(
+                &self,
+                tenant: &str,
+                id: &str,
+                client_id: &str,
+            ) -> Result<Option<StoredMessage>, StoreError> {
+                check_key(tenant, id)?;
+                if client_id.contains('\0') {
+                    return Ok(None);
+                }
+                let sql = format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND client_id = $2 \
+                     AND EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND tenant = $3)"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(client_id)
+                    .bind(tenant)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.as_ref().map(Self::stored_from_row).transpose()
             }
         }
     };

@@ -335,12 +335,12 @@ fn history_file(args: &ChatArgs) -> Option<PathBuf> {
     })
 }
 
-fn env(name: &str) -> Option<String> {
+pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 /// True when `name` is an executable file on PATH (or a path to one).
-fn on_path(name: &Path) -> bool {
+pub(crate) fn on_path(name: &Path) -> bool {
     if name.components().count() > 1 {
         return name.is_file();
     }
@@ -428,7 +428,7 @@ fn pick_backend(args: &ChatArgs) -> anyhow::Result<(Arc<dyn Backend>, String)> {
 
 /// An empty directory of recall's own for the Claude Code CLI to run in (not a shared temp
 /// directory, where anyone could leave a CLAUDE.md).
-fn neutral_dir() -> PathBuf {
+pub(crate) fn neutral_dir() -> PathBuf {
     let dir = directories::ProjectDirs::from("", "", "recall")
         .map(|d| d.data_dir().join("claude-cwd"))
         .unwrap_or_else(|| std::env::temp_dir().join("recall-claude-cwd"));

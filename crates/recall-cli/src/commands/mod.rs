@@ -3,4 +3,5 @@
 pub mod chat;
 pub mod mcp;
 pub mod render;
+pub mod serve;
 pub mod store_cmds;

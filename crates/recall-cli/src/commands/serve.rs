@@ -1,0 +1,219 @@
+//! `recall serve` (the HTTP server) and `recall keys` (its API keys).
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use recall_server::{Backends, FileConfig, ServerConfig, ServerError};
+use serde_json::json;
+
+use crate::cli::{KeysCommand, ServeArgs};
+use crate::commands::store_cmds::engine_err;
+use crate::db;
+use crate::exit::bad_input;
+use crate::time::rfc3339;
+
+/// Logging for the server: one line per event on stderr, text or JSON, `RUST_LOG` filters.
+fn init_logging(format: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    let done = if format == "json" {
+        builder.json().with_current_span(true).try_init()
+    } else {
+        builder.try_init()
+    };
+    done.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+}
+
+pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let file = match &a.config {
+        Some(path) => FileConfig::load(path).map_err(|e| bad_input(e.to_string()))?,
+        None => FileConfig::default(),
+    };
+    let addr_text = a
+        .addr
+        .clone()
+        .or_else(|| file.addr.clone())
+        .unwrap_or_else(|| "127.0.0.1:8080".to_string());
+    let addr: SocketAddr = addr_text.parse().map_err(|e| {
+        bad_input(format!(
+            "--addr {addr_text} is not an address like 127.0.0.1:8080: {e}"
+        ))
+    })?;
+    let mut config = ServerConfig::from_file(&file);
+    config.no_auth = a.no_auth;
+    config.backends = backends_from_env()?;
+    init_logging(&a.log_format)?;
+
+    let url = db::resolve(a.db.as_deref().or(file.db.as_deref()))?;
+    let engine = db::open(Some(&url), config.limits.engine_limits()).await?;
+    let listener = recall_server::bind(addr, &config)
+        .await
+        .map_err(|e| match e {
+            ServerError::NoAuthNotLoopback(_) => bad_input(e.to_string()),
+            other => anyhow::Error::new(other),
+        })?;
+    let local = listener.local_addr()?;
+    if config.no_auth {
+        eprintln!(
+            "WARNING: authentication is OFF (--no-auth). Anyone who can reach {local} reads and \
+             writes the default tenant's conversations."
+        );
+    } else {
+        let stored = engine
+            .store()
+            .list_api_keys(None)
+            .await
+            .map_err(|e| engine_err(e.into()))?
+            .iter()
+            .filter(|k| k.revoked_at.is_none())
+            .count();
+        if stored == 0 && config.keys.is_empty() {
+            eprintln!(
+                "note: no API keys yet; every /v1 request will get 401. Create one with \
+                 `recall keys create --tenant NAME`."
+            );
+        }
+    }
+    if config.backends.is_empty() {
+        eprintln!(
+            "note: no chat backend (set ANTHROPIC_API_KEY or OPENAI_BASE_URL, or install the \
+             Claude Code CLI); /chat and /ws answer 503"
+        );
+    } else {
+        eprintln!("chat backends: {}", config.backends.names().join(", "));
+    }
+    eprintln!(
+        "recall listening on http://{local} (database {})",
+        db::redact(&url)
+    );
+    recall_server::serve(listener, engine, config, recall_server::shutdown_signal())
+        .await
+        .context("the server stopped with an error")?;
+    eprintln!("recall stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn keys(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        KeysCommand::Create(a) => {
+            let engine = db::open(a.store.db.as_deref(), Default::default()).await?;
+            let (key, record) =
+                recall_server::create_key(engine.store().as_ref(), &a.tenant, a.label)
+                    .await
+                    .map_err(engine_err)?;
+            eprintln!(
+                "created key {} for tenant {} (shown once: only its hash is stored)",
+                record.id, record.tenant
+            );
+            println!("{key}");
+        }
+        KeysCommand::List(a) => {
+            let engine = db::open(a.store.db.as_deref(), Default::default()).await?;
+            let list = engine
+                .store()
+                .list_api_keys(a.tenant.as_deref())
+                .await
+                .map_err(|e| engine_err(e.into()))?;
+            if a.json {
+                for k in &list {
+                    println!(
+                        "{}",
+                        json!({
+                            "id": k.id,
+                            "tenant": k.tenant,
+                            "label": k.label,
+                            "created_at": rfc3339(k.created_at),
+                            "revoked_at": k.revoked_at.map(rfc3339),
+                        })
+                    );
+                }
+            } else if list.is_empty() {
+                eprintln!("No API keys. Create one with `recall keys create --tenant NAME`.");
+            } else {
+                println!(
+                    "{:<36}  {:<20}  {:<20}  {:<8}  LABEL",
+                    "ID", "TENANT", "CREATED", "STATE"
+                );
+                for k in &list {
+                    println!(
+                        "{:<36}  {:<20}  {:<20}  {:<8}  {}",
+                        k.id,
+                        k.tenant,
+                        rfc3339(k.created_at),
+                        if k.revoked_at.is_some() {
+                            "revoked"
+                        } else {
+                            "active"
+                        },
+                        k.label.as_deref().unwrap_or("")
+                    );
+                }
+            }
+        }
+        KeysCommand::Revoke(a) => {
+            let engine = db::open(a.store.db.as_deref(), Default::default()).await?;
+            let done = engine
+                .store()
+                .revoke_api_key(&a.id)
+                .await
+                .map_err(|e| engine_err(e.into()))?;
+            if !done {
+                return Err(bad_input(format!("no active key with id '{}'", a.id)));
+            }
+            println!("Key {} revoked", a.id);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The chat backends the environment configures, in the order `recall chat` prefers them:
+/// the Anthropic API (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`), the Claude Code CLI when
+/// `claude` is on PATH, an OpenAI-compatible server (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+fn backends_from_env() -> anyhow::Result<Backends> {
+    use crate::commands::chat::{env, neutral_dir, on_path};
+    use recall_engine::llm::{
+        build_backend, AnthropicConfig, ApiKey, BackendConfig, ClaudeCliConfig, OpenAiConfig,
+    };
+    let mut configs = Vec::new();
+    if let Some(key) = env("ANTHROPIC_API_KEY") {
+        let mut c = AnthropicConfig {
+            api_key: Some(ApiKey::new(key)),
+            ..AnthropicConfig::default()
+        };
+        if let Some(url) = env("ANTHROPIC_BASE_URL") {
+            c.base_url = url;
+        }
+        configs.push(("anthropic", BackendConfig::Anthropic(c)));
+    }
+    let claude = ClaudeCliConfig::default();
+    if on_path(&claude.claude_path) {
+        configs.push((
+            "claude-cli",
+            BackendConfig::ClaudeCli(ClaudeCliConfig {
+                // Not the server's working directory: the CLI would add its CLAUDE.md.
+                working_dir: Some(neutral_dir()),
+                ..claude
+            }),
+        ));
+    }
+    if let Some(url) = env("OPENAI_BASE_URL") {
+        let c = OpenAiConfig {
+            api_key: env("OPENAI_API_KEY").map(ApiKey::new),
+            base_url: url,
+            ..OpenAiConfig::default()
+        };
+        configs.push(("openai", BackendConfig::OpenAi(c)));
+    }
+    let mut backends = Backends::default();
+    for (name, c) in configs {
+        let b = build_backend(c).map_err(|e| bad_input(format!("backend {name}: {e}")))?;
+        backends = backends.with(name, b);
+    }
+    Ok(backends)
+}

@@ -1,0 +1,388 @@
+//! Chat over HTTP: `POST …/chat` streams a turn as server-sent events, `GET …/ws` runs turns
+//! over a WebSocket with the same events as JSON frames. The turn itself is the engine's
+//! ([`recall_engine::Engine::chat_turn`]); it runs in a task of its own so that a client that
+//! goes away cancels it (the reply is then stored as `partial`) instead of dropping it.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+
+use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{Extension, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use recall_engine::llm::{Backend, BackendEvent};
+use recall_engine::{ChatTurn, EngineError, TurnEvent, TurnOutcome};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use utoipa::ToSchema;
+
+use crate::auth::Tenant;
+use crate::body::{parse_json, ConversationId};
+use crate::error::ApiError;
+use crate::AppState;
+
+/// The chat backends a server offers, by name; the first is the default.
+#[derive(Clone, Default)]
+pub struct Backends {
+    list: Vec<(String, Arc<dyn Backend>)>,
+}
+
+impl fmt::Debug for Backends {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.list.iter().map(|(n, _)| n))
+            .finish()
+    }
+}
+
+impl Backends {
+    /// Adds a backend under `name` (the first added is the default).
+    pub fn with(mut self, name: impl Into<String>, backend: Arc<dyn Backend>) -> Backends {
+        self.list.push((name.into(), backend));
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The names, default first.
+    pub fn names(&self) -> Vec<&str> {
+        self.list.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    fn pick(&self, name: Option<&str>) -> Result<(String, Arc<dyn Backend>), ApiError> {
+        let found = match name {
+            None => self.list.first(),
+            Some(n) => self.list.iter().find(|(k, _)| k == n),
+        };
+        match (found, name) {
+            (Some((n, b)), _) => Ok((n.clone(), b.clone())),
+            (None, None) => Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "this server has no chat backend configured",
+            )),
+            (None, Some(n)) => Err(ApiError::invalid(format!(
+                "unknown backend '{n}' (this server has: {})",
+                self.names().join(", ")
+            ))),
+        }
+    }
+}
+
+/// `POST …/chat`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChatBody {
+    /// The user's message: a string or content blocks.
+    #[schema(value_type = Object)]
+    pub content: Value,
+    /// A backend name this server offers (default: its first).
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    /// Client id of the user message (a repeat is a 409: the turn ran already).
+    pub id: Option<String>,
+    pub max_tokens: Option<u32>,
+}
+
+/// One event of a turn, as sent to the client: its name and JSON data.
+type Frame = (&'static str, Value);
+
+/// What the turn task reports.
+enum Report {
+    Event(TurnEvent),
+    // Boxed: sent once per turn, while events are many.
+    Finished(Box<Result<TurnOutcome, EngineError>>),
+}
+
+/// A turn running in its own task; dropping this cancels it (the reply is saved as partial).
+struct RunningTurn {
+    rx: mpsc::UnboundedReceiver<Report>,
+    backend: String,
+    state: AppState,
+    _cancel: DropGuard,
+}
+
+/// Starts a turn; answers an error right away when the turn fails before anything was sent
+/// (unknown conversation, invalid message, repeated client id).
+async fn start_turn(
+    state: &AppState,
+    tenant: String,
+    id: String,
+    body: ChatBody,
+) -> Result<(RunningTurn, Report), ApiError> {
+    let (name, backend) = state.inner.config.backends.pick(body.backend.as_deref())?;
+    let turn = ChatTurn {
+        content: body.content,
+        client_id: body.id,
+        model: body.model,
+        max_tokens: body.max_tokens,
+        ..ChatTurn::default()
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let engine = state.engine().clone();
+    let token = cancel.clone();
+    tokio::spawn(async move {
+        let events = tx.clone();
+        let result = engine
+            .chat_turn(&tenant, &id, backend.as_ref(), turn, token, move |ev| {
+                let _ = events.send(Report::Event(ev));
+            })
+            .await;
+        let _ = tx.send(Report::Finished(Box::new(result)));
+    });
+    let first = rx.recv().await.ok_or_else(ApiError::internal)?;
+    let first = match first {
+        Report::Finished(r) => match *r {
+            Err(e) => return Err(ApiError::from(e)),
+            ok => Report::Finished(Box::new(ok)),
+        },
+        other => other,
+    };
+    Ok((
+        RunningTurn {
+            rx,
+            backend: name,
+            state: state.clone(),
+            _cancel: cancel.drop_guard(),
+        },
+        first,
+    ))
+}
+
+impl RunningTurn {
+    /// The client frame of a report, if it has one; `None` also after the last.
+    fn frame(&self, report: Report) -> Option<Frame> {
+        match report {
+            Report::Event(TurnEvent::Backend(ev)) => match ev {
+                BackendEvent::TextDelta(d) => Some(("assistant_chunk", json!({ "delta": d }))),
+                BackendEvent::ToolUse { id, name, input } => {
+                    Some(("tool_use", json!({"id": id, "name": name, "input": input})))
+                }
+                BackendEvent::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => Some((
+                    "tool_result",
+                    json!({"tool_use_id": tool_use_id, "content": content, "is_error": is_error}),
+                )),
+                // Errors and the end are reported once the reply is stored.
+                _ => None,
+            },
+            Report::Event(TurnEvent::UserStored { seq }) => {
+                Some(("user_stored", json!({ "seq": seq })))
+            }
+            Report::Event(TurnEvent::ContextBuilt { .. }) => None,
+            Report::Finished(r) => match *r {
+                Ok(o) => Some(match &o.error {
+                    None => (
+                        "done",
+                        json!({"message_id": o.reply_seq, "user_message_id": o.user_seq,
+                           "usage": o.usage, "stop_reason": o.stop_reason}),
+                    ),
+                    Some(e) => {
+                        self.state.inner.metrics.backend_error(&self.backend);
+                        (
+                            "error",
+                            json!({"message": e.to_string(), "message_id": o.reply_seq,
+                               "status": o.status}),
+                        )
+                    }
+                }),
+                Err(e) => {
+                    let err = ApiError::from(e);
+                    Some(("error", json!({"message": err.message})))
+                }
+            },
+        }
+    }
+}
+
+/// Send a message and stream the reply as server-sent events: `user_stored` {"seq"},
+/// `assistant_chunk` {"delta"}, `tool_use`, `tool_result`, then `done` {"message_id",
+/// "usage"} or `error` {"message"}. A client that disconnects mid-stream leaves the reply
+/// stored as `partial`.
+#[utoipa::path(post, path = "/v1/conversations/{id}/chat", tag = "chat",
+    request_body = ChatBody,
+    responses((status = 200, description = "text/event-stream of the turn's events"),
+        (status = 404, body = crate::views::ErrorBody), (status = 409, body = crate::views::ErrorBody),
+        (status = 422, body = crate::views::ErrorBody), (status = 503, body = crate::views::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn chat_sse(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let body: ChatBody = parse_json(&body)?;
+    let (turn, first) = start_turn(&state, tenant, id, body).await?;
+    Ok(Sse::new(sse_stream(turn, first))
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+fn sse_stream(turn: RunningTurn, first: Report) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures::stream::unfold(
+        (turn, Some(first), false),
+        |(mut turn, mut pending, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                let report = match pending.take() {
+                    Some(r) => r,
+                    None => turn.rx.recv().await?,
+                };
+                let last = matches!(report, Report::Finished(_));
+                if let Some((name, data)) = turn.frame(report) {
+                    let ev = Event::default().event(name).data(data.to_string());
+                    return Some((Ok(ev), (turn, None, last)));
+                }
+                if last {
+                    return None;
+                }
+            }
+        },
+    )
+}
+
+/// A WebSocket for chat: send `{"type":"user_message","content","request_id"}` (optionally
+/// `backend`, `model`, `id`); every event of the turn comes back as a JSON frame with its
+/// `type` and the `request_id`. Closing the socket mid-turn leaves the reply `partial`.
+#[utoipa::path(get, path = "/v1/conversations/{id}/ws", tag = "chat",
+    responses((status = 101, description = "WebSocket upgrade"), (status = 404, body = crate::views::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn chat_ws(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    // Refuse unknown (or another tenant's) conversations before upgrading.
+    state.engine().get_conversation(&tenant, &id).await?;
+    Ok(ws.on_upgrade(move |socket| ws_session(socket, state, tenant, id)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WsRequest {
+    #[serde(rename = "type")]
+    kind: String,
+    content: Value,
+    request_id: Option<Value>,
+    backend: Option<String>,
+    model: Option<String>,
+    id: Option<String>,
+    max_tokens: Option<u32>,
+}
+
+async fn ws_session(mut socket: WebSocket, state: AppState, tenant: String, id: String) {
+    while let Some(Ok(msg)) = socket.recv().await {
+        let text = match msg {
+            WsMessage::Text(t) => t,
+            WsMessage::Close(_) => break,
+            _ => continue,
+        };
+        let req: WsRequest = match parse_json(text.as_bytes()) {
+            Ok(r) => r,
+            Err(e) => {
+                if send(&mut socket, "error", json!({"message": e.message}), None).await {
+                    continue;
+                }
+                break;
+            }
+        };
+        let request_id = req.request_id.clone();
+        if req.kind != "user_message" {
+            let m = format!(
+                "unknown message type '{}' (expected user_message)",
+                req.kind
+            );
+            if send(
+                &mut socket,
+                "error",
+                json!({ "message": m }),
+                request_id.as_ref(),
+            )
+            .await
+            {
+                continue;
+            }
+            break;
+        }
+        let body = ChatBody {
+            content: req.content,
+            backend: req.backend,
+            model: req.model,
+            id: req.id,
+            max_tokens: req.max_tokens,
+        };
+        let (mut turn, first) = match start_turn(&state, tenant.clone(), id.clone(), body).await {
+            Ok(t) => t,
+            Err(e) => {
+                let data = json!({"message": e.message, "status": e.status.as_u16()});
+                if send(&mut socket, "error", data, request_id.as_ref()).await {
+                    continue;
+                }
+                break;
+            }
+        };
+        let mut pending = Some(first);
+        loop {
+            let report = match pending.take() {
+                Some(r) => r,
+                None => tokio::select! {
+                    r = turn.rx.recv() => match r { Some(r) => r, None => break },
+                    incoming = socket.recv() => match incoming {
+                        // A closed socket drops `turn`, which cancels it: the reply is partial.
+                        None | Some(Err(_)) | Some(Ok(WsMessage::Close(_))) => return,
+                        Some(Ok(WsMessage::Text(_))) => {
+                            let m = json!({"message": "a turn is running; wait for its done or error"});
+                            if !send(&mut socket, "error", m, None).await {
+                                return;
+                            }
+                            continue;
+                        }
+                        Some(Ok(_)) => continue,
+                    },
+                },
+            };
+            let last = matches!(report, Report::Finished(_));
+            if let Some((name, data)) = turn.frame(report) {
+                if !send(&mut socket, name, data, request_id.as_ref()).await {
+                    return;
+                }
+            }
+            if last {
+                break;
+            }
+        }
+    }
+}
+
+/// Sends one frame; false when the socket is gone.
+async fn send(socket: &mut WebSocket, kind: &str, data: Value, request_id: Option<&Value>) -> bool {
+    let mut frame = match data {
+        Value::Object(o) => o,
+        other => {
+            let mut o = serde_json::Map::new();
+            o.insert("data".into(), other);
+            o
+        }
+    };
+    frame.insert("type".into(), Value::String(kind.to_string()));
+    if let Some(r) = request_id {
+        frame.insert("request_id".into(), r.clone());
+    }
+    socket
+        .send(WsMessage::Text(Value::Object(frame).to_string().into()))
+        .await
+        .is_ok()
+}

@@ -1,0 +1,230 @@
+//! Server settings: limits, API keys from the config file, rate limits. The CLI reads them
+//! from a TOML file and its flags; tests build them directly.
+//!
+//! ```toml
+//! addr = "127.0.0.1:8080"
+//! db = "postgres://recall@db/recall"
+//!
+//! [limits]
+//! max_body_bytes = 4194304
+//! max_message_bytes = 1048576
+//! max_messages_per_request = 1000
+//!
+//! [rate_limit]          # per tenant; absent: no limit
+//! requests_per_second = 50.0
+//! burst = 100
+//!
+//! [[keys]]
+//! tenant = "acme"
+//! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+//!
+//! [[keys]]
+//! tenant = "dev"
+//! key = "rk_dev_only_plain_text_key"
+//! ```
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// Size limits of requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpLimits {
+    /// Largest request body in bytes.
+    pub max_body_bytes: usize,
+    /// Largest message, as the bytes of its JSON content.
+    pub max_message_bytes: usize,
+    /// Most messages in one append request.
+    pub max_messages_per_request: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 4 << 20,
+            max_message_bytes: 1 << 20,
+            max_messages_per_request: 1000,
+        }
+    }
+}
+
+impl HttpLimits {
+    /// The engine's limits matching these.
+    pub fn engine_limits(&self) -> recall_engine::Limits {
+        recall_engine::Limits {
+            max_message_bytes: self.max_message_bytes,
+            max_messages_per_append: self.max_messages_per_request,
+        }
+    }
+}
+
+/// A token bucket per tenant: `burst` requests at once, refilled at `requests_per_second`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    pub requests_per_second: f64,
+    pub burst: u32,
+}
+
+/// An API key given in the config file: the key itself, or its SHA-256 (hex).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigKey {
+    pub tenant: String,
+    #[serde(default)]
+    pub key: Option<String>,
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+/// The config file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub addr: Option<String>,
+    pub db: Option<String>,
+    #[serde(default)]
+    pub limits: HttpLimits,
+    pub rate_limit: Option<RateLimit>,
+    #[serde(default)]
+    pub keys: Vec<ConfigKey>,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl FileConfig {
+    /// Reads and checks a TOML config file.
+    pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let cfg: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// Checks values a type cannot: limits above zero, each key given one way.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let l = &self.limits;
+        if l.max_body_bytes == 0 || l.max_message_bytes == 0 || l.max_messages_per_request == 0 {
+            return Err(ConfigError::Invalid("limits must be above zero".into()));
+        }
+        if let Some(r) = &self.rate_limit {
+            if !(r.requests_per_second.is_finite() && r.requests_per_second > 0.0) || r.burst == 0 {
+                return Err(ConfigError::Invalid(
+                    "rate_limit: requests_per_second and burst must be above zero".into(),
+                ));
+            }
+        }
+        for (i, k) in self.keys.iter().enumerate() {
+            if k.tenant.trim().is_empty() {
+                return Err(ConfigError::Invalid(format!("keys[{i}]: empty tenant")));
+            }
+            match (&k.key, &k.sha256) {
+                (Some(key), None) if key.len() >= 16 => {}
+                (Some(_), None) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "keys[{i}]: a key must be at least 16 characters"
+                    )))
+                }
+                (None, Some(h)) if crate::auth::is_sha256_hex(h) => {}
+                (None, Some(_)) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "keys[{i}]: sha256 must be 64 lower-case hex digits"
+                    )))
+                }
+                _ => {
+                    return Err(ConfigError::Invalid(format!(
+                        "keys[{i}]: give exactly one of `key` and `sha256`"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything the server needs besides the engine.
+#[derive(Debug, Clone, Default)]
+pub struct ServerConfig {
+    pub limits: HttpLimits,
+    pub rate_limit: Option<RateLimit>,
+    /// Keys from the config file (keys in the database are accepted as well).
+    pub keys: Vec<ConfigKey>,
+    /// No authentication: every request acts as the default tenant. Only allowed on a
+    /// loopback address.
+    pub no_auth: bool,
+    /// Chat backends by name (none: the chat routes answer 503).
+    pub backends: crate::chat::Backends,
+}
+
+impl ServerConfig {
+    /// The server settings of a config file.
+    pub fn from_file(cfg: &FileConfig) -> ServerConfig {
+        ServerConfig {
+            limits: cfg.limits,
+            rate_limit: cfg.rate_limit,
+            keys: cfg.keys.clone(),
+            no_auth: false,
+            backends: crate::chat::Backends::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let text = r#"
+addr = "127.0.0.1:8080"
+[limits]
+max_body_bytes = 1000
+[rate_limit]
+requests_per_second = 5.0
+burst = 10
+[[keys]]
+tenant = "acme"
+sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+[[keys]]
+tenant = "dev"
+key = "rk_dev_only_plain_text_key"
+"#;
+        let cfg: FileConfig = toml::from_str(text).unwrap();
+        cfg.check().unwrap();
+        assert_eq!(cfg.limits.max_body_bytes, 1000);
+        assert_eq!(
+            cfg.limits.max_message_bytes,
+            HttpLimits::default().max_message_bytes
+        );
+        assert_eq!(cfg.keys.len(), 2);
+    }
+
+    #[test]
+    fn refuses_bad_keys_and_unknown_fields() {
+        let both: FileConfig =
+            toml::from_str("[[keys]]\ntenant='a'\nkey='0123456789abcdefg'\nsha256='00'").unwrap();
+        assert!(both.check().is_err());
+        let short: FileConfig = toml::from_str("[[keys]]\ntenant='a'\nkey='short'").unwrap();
+        assert!(short.check().is_err());
+        assert!(toml::from_str::<FileConfig>("adr = 'x'").is_err());
+    }
+}

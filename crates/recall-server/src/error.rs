@@ -1,0 +1,115 @@
+//! The one error shape of the API: `{"error": {"type", "message"}}` with the status that says
+//! whose fault it was.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use recall_engine::store::StoreError;
+use recall_engine::EngineError;
+use serde_json::json;
+
+/// An error answer: a status, a machine-readable type and a sentence for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub message: String,
+    /// Seconds to wait before retrying (429).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            kind,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 400: the body is not JSON at all (syntax, encoding, nesting).
+    pub fn malformed(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", message)
+    }
+
+    /// 422: well-formed JSON that is not an acceptable request.
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "authentication_error", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    pub fn too_large(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    }
+
+    pub fn rate_limited(retry_after: u64) -> ApiError {
+        ApiError {
+            retry_after: Some(retry_after),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many requests for this API key; retry in {retry_after} s"),
+            )
+        }
+    }
+
+    /// 500: the details go to the log (with the request id), not to the client.
+    pub fn internal() -> ApiError {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "internal error; the server log has the details under this request's id",
+        )
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> ApiError {
+        if e.is_not_found() {
+            return ApiError::not_found(e.to_string());
+        }
+        match &e {
+            EngineError::TooLarge { .. } => ApiError::too_large(e.to_string()),
+            EngineError::Conflict(_) => ApiError::conflict(e.to_string()),
+            // The store refuses what it could not read back (NUL characters, blocks with
+            // missing fields): the caller's input.
+            EngineError::Store(StoreError::Invalid(_)) => ApiError::invalid(e.to_string()),
+            _ if e.is_bad_input() => ApiError::invalid(e.to_string()),
+            _ => {
+                tracing::error!(error = %e, "request failed");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        ApiError::from(EngineError::from(e))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"type": self.kind, "message": self.message}});
+        let mut res = (self.status, axum::Json(body)).into_response();
+        if let Some(s) = self.retry_after {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        // The metrics layer counts internal errors without parsing bodies.
+        res.extensions_mut().insert(self.kind);
+        res
+    }
+}

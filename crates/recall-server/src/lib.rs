@@ -1,0 +1,299 @@
+//! recall-server: recall over HTTP. JSON REST under `/v1` (conversations, messages, context),
+//! bearer API keys mapped to tenants, errors as `{"error": {"type", "message"}}`, `/healthz`,
+//! `/readyz`, Prometheus `/metrics`, `/openapi.json` generated from the handlers, a request id
+//! on every request and log line, and a graceful shutdown that lets requests in flight finish.
+//!
+//! Every use case is the engine's ([`recall_engine::Engine`]); this crate reads requests,
+//! authenticates them and shapes answers. It never touches SQL or provider wire types.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use recall_server::{start, ServerConfig};
+//! let engine = recall_engine::Engine::open("/tmp/recall.db", Default::default()).await?;
+//! let server = start(engine, ServerConfig::default(), "127.0.0.1:0".parse()?).await?;
+//! println!("listening on {}", server.addr);
+//! server.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+pub mod auth;
+pub mod body;
+pub mod chat;
+pub mod config;
+pub mod error;
+pub mod metrics;
+mod openapi;
+mod ops;
+pub mod rate;
+mod routes;
+pub mod views;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, Uri};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use recall_engine::Engine;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+pub use auth::{create_key, hash_key, Auth, Tenant};
+pub use chat::Backends;
+pub use config::{ConfigError, ConfigKey, FileConfig, HttpLimits, RateLimit, ServerConfig};
+pub use error::ApiError;
+
+/// The request id header, taken from the client when it sends a sane one.
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// A request's id (also in its log span and the `x-request-id` response header).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(pub String);
+
+/// Shared by every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) engine: Engine,
+    pub(crate) auth: Auth,
+    pub(crate) config: ServerConfig,
+    pub(crate) metrics: metrics::Metrics,
+    pub(crate) rate: rate::RateLimiter,
+}
+
+impl AppState {
+    /// State for `engine` under `config` (keys from the config, then the database).
+    pub fn new(engine: Engine, config: ServerConfig) -> AppState {
+        let auth = if config.no_auth {
+            Auth::Disabled
+        } else {
+            Auth::from_config(&config.keys)
+        };
+        AppState {
+            inner: Arc::new(Inner {
+                engine,
+                auth,
+                rate: rate::RateLimiter::new(config.rate_limit),
+                config,
+                metrics: metrics::Metrics::default(),
+            }),
+        }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+}
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {0}")]
+    NoAuthNotLoopback(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("server error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The whole application: `/v1` behind authentication, the operational routes open.
+pub fn router(state: AppState) -> Router {
+    let limit = state.inner.config.limits.max_body_bytes;
+    let v1 = Router::new()
+        .route(
+            "/v1/conversations",
+            post(routes::create_conversation).get(routes::list_conversations),
+        )
+        .route(
+            "/v1/conversations/{id}",
+            get(routes::get_conversation).delete(routes::delete_conversation),
+        )
+        .route(
+            "/v1/conversations/{id}/clear",
+            post(routes::clear_conversation),
+        )
+        .route(
+            "/v1/conversations/{id}/messages",
+            post(routes::append_messages).get(routes::list_messages),
+        )
+        .route("/v1/conversations/{id}/context", post(routes::context))
+        .route("/v1/conversations/{id}/chat", post(chat::chat_sse))
+        .route("/v1/conversations/{id}/ws", get(chat::chat_ws))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ));
+    Router::new()
+        .merge(v1)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
+        .fallback(ops::no_route)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+/// Request id, log span, one log line and metrics per request.
+async fn observe(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = req
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| uuid::Uuid::now_v7().to_string(), str::to_string);
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        method = %method,
+        route = %route,
+        tenant = tracing::field::Empty,
+    );
+    req.extensions_mut().insert(RequestId(id.clone()));
+    req.extensions_mut()
+        .insert(body::BodyLimit(state.inner.config.limits.max_body_bytes));
+    let mut res = next.run(req).instrument(span.clone()).await;
+    let took = started.elapsed();
+    let status = res.status().as_u16();
+    span.in_scope(|| {
+        tracing::info!(
+            status,
+            latency_ms = took.as_secs_f64() * 1000.0,
+            "request finished"
+        );
+    });
+    state
+        .inner
+        .metrics
+        .request(method.as_str(), &route, status, took);
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        res.headers_mut().insert(REQUEST_ID, v);
+    }
+    res
+}
+
+/// A running server (see [`start`]).
+pub struct RunningServer {
+    /// The address it listens on (the real port when started on port 0).
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting connections and waits for requests in flight to finish.
+    pub async fn shutdown(mut self) -> Result<(), ServerError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.await {
+            Ok(r) => Ok(r?),
+            Err(e) => Err(ServerError::Io(std::io::Error::other(e))),
+        }
+    }
+}
+
+/// Binds `addr` and checks that `--no-auth` is only used on loopback.
+pub async fn bind(addr: SocketAddr, config: &ServerConfig) -> Result<TcpListener, ServerError> {
+    if config.no_auth && !addr.ip().is_loopback() {
+        return Err(ServerError::NoAuthNotLoopback(addr));
+    }
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
+}
+
+/// Starts a server in the background (tests, embedding); [`RunningServer::shutdown`] stops
+/// it gracefully.
+pub async fn start(
+    engine: Engine,
+    config: ServerConfig,
+    addr: SocketAddr,
+) -> Result<RunningServer, ServerError> {
+    let listener = bind(addr, &config).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let app = router(AppState::new(engine, config));
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    Ok(RunningServer {
+        addr,
+        stop: Some(stop),
+        task,
+    })
+}
+
+/// Serves on `listener` until `shutdown` completes, then lets requests in flight finish.
+pub async fn serve(
+    listener: TcpListener,
+    engine: Engine,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    if config.no_auth {
+        tracing::warn!(
+            "authentication is OFF (--no-auth): every request acts as the default tenant"
+        );
+    }
+    let app = router(AppState::new(engine, config));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Completes on ctrl-c or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+/// For handlers that need the method and path in an error.
+pub(crate) fn describe(method: &Method, uri: &Uri) -> String {
+    format!("{method} {}", uri.path())
+}

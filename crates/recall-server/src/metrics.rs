@@ -1,0 +1,189 @@
+//! Prometheus metrics kept by the server itself (no global recorder, so several servers in
+//! one process — tests — keep separate counts): requests by route and status, latency
+//! histograms, context build time, backend and internal errors.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, secs: f64) {
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if secs <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += secs;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (i, b) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {}",
+                self.counts[i]
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
+            self.count
+        );
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        };
+        let _ = writeln!(out, "{name}_sum{braces} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{braces} {}", self.count);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    requests: BTreeMap<(String, String, u16), u64>,
+    latency: BTreeMap<(String, String), Histogram>,
+    context: BTreeMap<String, Histogram>,
+    backend_errors: BTreeMap<String, u64>,
+    internal_errors: u64,
+}
+
+/// The server's metrics.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+impl Metrics {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One finished request. `route` is the route's pattern, never the raw path, so that
+    /// ids do not make a new series each.
+    pub fn request(&self, method: &str, route: &str, status: u16, took: Duration) {
+        let mut m = self.lock();
+        *m.requests
+            .entry((route.to_string(), method.to_string(), status))
+            .or_default() += 1;
+        m.latency
+            .entry((route.to_string(), method.to_string()))
+            .or_default()
+            .observe(took.as_secs_f64());
+        if status == 500 {
+            m.internal_errors += 1;
+        }
+    }
+
+    /// Time spent building one context.
+    pub fn context_built(&self, format: &str, took: Duration) {
+        self.lock()
+            .context
+            .entry(format.to_string())
+            .or_default()
+            .observe(took.as_secs_f64());
+    }
+
+    /// A backend (LLM) call that failed.
+    pub fn backend_error(&self, backend: &str) {
+        *self
+            .lock()
+            .backend_errors
+            .entry(backend.to_string())
+            .or_default() += 1;
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let m = self.lock();
+        let mut out = String::new();
+        out.push_str(
+            "# HELP recall_http_requests_total HTTP requests by route, method and status.\n",
+        );
+        out.push_str("# TYPE recall_http_requests_total counter\n");
+        for ((route, method, status), n) in &m.requests {
+            let _ = writeln!(
+                out,
+                "recall_http_requests_total{{route=\"{}\",method=\"{}\",status=\"{status}\"}} {n}",
+                escape(route),
+                escape(method)
+            );
+        }
+        out.push_str("# HELP recall_http_request_duration_seconds Time to answer a request (until the response head; streams excluded).\n");
+        out.push_str("# TYPE recall_http_request_duration_seconds histogram\n");
+        for ((route, method), h) in &m.latency {
+            let labels = format!("route=\"{}\",method=\"{}\"", escape(route), escape(method));
+            h.render(&mut out, "recall_http_request_duration_seconds", &labels);
+        }
+        out.push_str("# HELP recall_context_build_seconds Time to build a context, by format.\n");
+        out.push_str("# TYPE recall_context_build_seconds histogram\n");
+        for (format, h) in &m.context {
+            let labels = format!("format=\"{}\"", escape(format));
+            h.render(&mut out, "recall_context_build_seconds", &labels);
+        }
+        out.push_str("# HELP recall_backend_errors_total LLM backend calls that failed.\n");
+        out.push_str("# TYPE recall_backend_errors_total counter\n");
+        for (backend, n) in &m.backend_errors {
+            let _ = writeln!(
+                out,
+                "recall_backend_errors_total{{backend=\"{}\"}} {n}",
+                escape(backend)
+            );
+        }
+        out.push_str("# HELP recall_internal_errors_total Requests answered with 500.\n");
+        out.push_str("# TYPE recall_internal_errors_total counter\n");
+        let _ = writeln!(out, "recall_internal_errors_total {}", m.internal_errors);
+        out
+    }
+}
+
+/// A label value as the text format wants it.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_cumulative_buckets() {
+        let m = Metrics::default();
+        m.request("GET", "/v1/x", 200, Duration::from_millis(3));
+        m.request("GET", "/v1/x", 200, Duration::from_millis(300));
+        m.request("GET", "/v1/x", 404, Duration::from_millis(1));
+        let text = m.render();
+        assert!(text.contains(
+            "recall_http_requests_total{route=\"/v1/x\",method=\"GET\",status=\"200\"} 2"
+        ));
+        assert!(text.contains(
+            "recall_http_request_duration_seconds_bucket{route=\"/v1/x\",method=\"GET\",le=\"0.005\"} 2"
+        ));
+        assert!(text.contains(
+            "recall_http_request_duration_seconds_bucket{route=\"/v1/x\",method=\"GET\",le=\"+Inf\"} 3"
+        ));
+        assert!(text.contains(
+            "recall_http_request_duration_seconds_count{route=\"/v1/x\",method=\"GET\"} 3"
+        ));
+        assert_eq!(escape("a\"b\\"), "a\\\"b\\\\");
+    }
+}

@@ -1,0 +1,70 @@
+//! Operational routes: liveness, readiness, metrics, the OpenAPI document, and the JSON
+//! answers for unknown routes and methods.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::json;
+use utoipa::OpenApi;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "The process answers")))]
+pub async fn healthz() -> impl IntoResponse {
+    Json(json!({"status": "ok"}))
+}
+
+/// The database answers (within 5 seconds).
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, description = "Ready"),
+        (status = 503, description = "The database does not answer", body = crate::views::ErrorBody)))]
+pub async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    match tokio::time::timeout(Duration::from_secs(5), state.engine().store().ping()).await {
+        Ok(Ok(())) => Ok(Json(json!({"status": "ready"}))),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness: the database failed");
+            Err(unavailable("the database is not reachable"))
+        }
+        Err(_) => Err(unavailable("the database did not answer within 5 seconds")),
+    }
+}
+
+fn unavailable(message: &str) -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+}
+
+/// Prometheus text exposition.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.inner.metrics.render(),
+    )
+}
+
+/// This document.
+pub async fn openapi() -> impl IntoResponse {
+    Json(crate::openapi::ApiDoc::openapi())
+}
+
+pub async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!("no route for {}", crate::describe(&method, &uri)))
+}
+
+pub async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed here", crate::describe(&method, &uri)),
+    )
+}

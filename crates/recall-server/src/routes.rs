@@ -1,0 +1,327 @@
+//! The REST handlers under `/v1`. Each one reads its input strictly, calls one engine use
+//! case for the caller's tenant, and shapes the answer.
+
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
+use recall_core::context::ContextRequest;
+use recall_core::parse::{conversation_from_value, ParseOptions};
+use recall_engine::conversation_format;
+use recall_engine::store::NewConversation;
+use serde_json::Value;
+
+use crate::auth::Tenant;
+use crate::body::{parse_json, ApiJson, ApiQuery, ConversationId};
+use crate::error::ApiError;
+use crate::views::*;
+use crate::AppState;
+
+/// Most items in one page.
+const MAX_PAGE: u32 = 1000;
+
+fn page_size(limit: Option<u32>, default: u32) -> Result<u32, ApiError> {
+    match limit.unwrap_or(default) {
+        0 => Err(ApiError::invalid("limit must be at least 1")),
+        n if n > MAX_PAGE => Err(ApiError::invalid(format!(
+            "limit must be at most {MAX_PAGE}"
+        ))),
+        n => Ok(n),
+    }
+}
+
+/// A body that may be empty (then the defaults), else strict JSON.
+fn optional_json<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        Ok(T::default())
+    } else {
+        parse_json(bytes)
+    }
+}
+
+/// Create a conversation.
+#[utoipa::path(post, path = "/v1/conversations", tag = "conversations",
+    request_body = CreateConversation,
+    responses((status = 201, body = ConversationView), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create_conversation(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    body: Bytes,
+) -> Result<impl IntoResponse, ApiError> {
+    let b: CreateConversation = optional_json(&body)?;
+    let c = state
+        .engine()
+        .create_conversation(
+            &tenant,
+            NewConversation {
+                title: b.title,
+                system_prompt: b.system_prompt,
+                metadata: b.metadata.unwrap_or_default(),
+                policy: b.policy,
+            },
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(ConversationView::from(&c))))
+}
+
+/// List conversations, oldest first, a page at a time.
+#[utoipa::path(get, path = "/v1/conversations", tag = "conversations", params(ListQuery),
+    responses((status = 200, body = ConversationPage)), security(("bearer" = [])))]
+pub async fn list_conversations(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<ConversationPage>, ApiError> {
+    let limit = page_size(q.limit, 50)?;
+    let mut list = state
+        .engine()
+        .list_conversations(&tenant, q.after.as_deref(), limit + 1)
+        .await?;
+    let more = list.len() > limit as usize;
+    list.truncate(limit as usize);
+    let next_cursor = if more {
+        list.last().map(|c| c.id.clone())
+    } else {
+        None
+    };
+    Ok(Json(ConversationPage {
+        data: list.iter().map(ConversationView::from).collect(),
+        next_cursor,
+    }))
+}
+
+/// One conversation.
+#[utoipa::path(get, path = "/v1/conversations/{id}", tag = "conversations",
+    responses((status = 200, body = ConversationView), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_conversation(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+) -> Result<Json<ConversationView>, ApiError> {
+    let c = state.engine().get_conversation(&tenant, &id).await?;
+    Ok(Json(ConversationView::from(&c)))
+}
+
+/// Delete a conversation and its messages.
+#[utoipa::path(delete, path = "/v1/conversations/{id}", tag = "conversations",
+    responses((status = 204), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn delete_conversation(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+) -> Result<StatusCode, ApiError> {
+    state.engine().delete_conversation(&tenant, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Remove a conversation's messages, keeping the conversation (seq keeps counting).
+#[utoipa::path(post, path = "/v1/conversations/{id}/clear", tag = "conversations",
+    responses((status = 200, body = Cleared), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn clear_conversation(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+) -> Result<Json<Cleared>, ApiError> {
+    let removed = state.engine().clear_conversation(&tenant, &id).await?;
+    Ok(Json(Cleared { removed }))
+}
+
+/// Append one message, or several in `{"messages": [...]}` (one transaction: all or none).
+/// A message with a client `id` seen before is not stored again: its first `seq` comes back
+/// with `duplicate: true`; the same id with a different message is a 409.
+#[utoipa::path(post, path = "/v1/conversations/{id}/messages", tag = "messages",
+    request_body(content = Object, description = "A message (Anthropic- or OpenAI-shaped, \
+        optional client `id` and `metadata`), or `{\"messages\": [...]}`"),
+    responses((status = 201, body = AppendResponse), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn append_messages(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<impl IntoResponse, ApiError> {
+    let values = match body {
+        Value::Object(mut o) if o.contains_key("messages") && !o.contains_key("role") => {
+            if let Some(k) = o.keys().find(|k| *k != "messages") {
+                return Err(ApiError::invalid(format!(
+                    "unknown field `{k}` next to `messages`"
+                )));
+            }
+            match o.remove("messages") {
+                Some(Value::Array(a)) => a,
+                _ => return Err(ApiError::invalid("`messages` must be an array of messages")),
+            }
+        }
+        v @ Value::Object(_) => vec![v],
+        _ => {
+            return Err(ApiError::invalid(
+                "the body must be a message object or {\"messages\": [...]}",
+            ))
+        }
+    };
+    let limits = state.inner.config.limits;
+    if values.len() > limits.max_messages_per_request {
+        return Err(ApiError::too_large(format!(
+            "{} messages in one request, over the limit of {}",
+            values.len(),
+            limits.max_messages_per_request
+        )));
+    }
+    let engine = state.engine();
+    // Client ids already used for a different message: refused before anything is written.
+    // (The engine validates and reports the message errors themselves.)
+    let parsed = if values.iter().any(|v| v.get("id").is_some()) {
+        conversation_from_value(Value::Array(values.clone()), &ParseOptions::strict()).ok()
+    } else {
+        None
+    };
+    if let Some(conv) = &parsed {
+        for (i, im) in conv.messages.iter().enumerate() {
+            let Some(cid) = &im.message.id else { continue };
+            if let Some(stored) = engine
+                .store()
+                .message_by_client_id(&tenant, &id, cid)
+                .await?
+            {
+                check_same(i, cid, &im.message, &stored)?;
+            }
+        }
+    }
+    let report = engine.append_messages(&tenant, &id, values).await?;
+    // A concurrent request may have used the same id between the check and the append.
+    if let Some(conv) = &parsed {
+        for (i, (im, a)) in conv.messages.iter().zip(&report.appended).enumerate() {
+            if let (true, Some(cid)) = (a.duplicate, &im.message.id) {
+                if let Some(stored) = engine
+                    .store()
+                    .message_by_client_id(&tenant, &id, cid)
+                    .await?
+                {
+                    check_same(i, cid, &im.message, &stored)?;
+                }
+            }
+        }
+    }
+    Ok((
+        StatusCode::CREATED,
+        Json(AppendResponse {
+            messages: report
+                .appended
+                .iter()
+                .map(|a| AppendedView {
+                    seq: a.seq,
+                    duplicate: a.duplicate,
+                })
+                .collect(),
+            warnings: report.warnings,
+        }),
+    ))
+}
+
+/// A retry must carry the message it first carried.
+fn check_same(
+    i: usize,
+    cid: &str,
+    sent: &recall_core::Message,
+    stored: &recall_engine::store::StoredMessage,
+) -> Result<(), ApiError> {
+    if sent.to_json() == stored.message.to_json() {
+        Ok(())
+    } else {
+        Err(ApiError::conflict(format!(
+            "messages[{i}]: client id '{cid}' was already used for a different message (seq {})",
+            stored.seq
+        )))
+    }
+}
+
+/// Messages after a seq, oldest first.
+#[utoipa::path(get, path = "/v1/conversations/{id}/messages", tag = "messages",
+    params(MessagesQuery),
+    responses((status = 200, body = MessagePage), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_messages(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    ApiQuery(q): ApiQuery<MessagesQuery>,
+) -> Result<Json<MessagePage>, ApiError> {
+    let limit = page_size(q.limit, 100)?;
+    let after = q.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::invalid("after must be 0 or more"));
+    }
+    let mut page = state
+        .engine()
+        .store()
+        .messages(&tenant, &id, after, limit + 1)
+        .await?;
+    let more = page.len() > limit as usize;
+    page.truncate(limit as usize);
+    let next_after = if more {
+        page.last().map(|m| m.seq)
+    } else {
+        None
+    };
+    Ok(Json(MessagePage {
+        data: page.iter().map(MessageView::from).collect(),
+        next_after,
+    }))
+}
+
+/// The context the conversation would send next: the prompt and stats `recall context`
+/// prints.
+#[utoipa::path(post, path = "/v1/conversations/{id}/context", tag = "context",
+    request_body = ContextBody,
+    responses((status = 200, body = ContextResponse), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn context(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    body: Bytes,
+) -> Result<Json<ContextResponse>, ApiError> {
+    let b: ContextBody = optional_json(&body)?;
+    let engine = state.engine();
+    let format = match b.format {
+        Some(f) => f,
+        None => {
+            let c = engine.get_conversation(&tenant, &id).await?;
+            conversation_format(&c).unwrap_or_default()
+        }
+    };
+    let req = ContextRequest {
+        format,
+        overrides: b.overrides(),
+        current: b.current.clone(),
+        escape: b.escape.unwrap_or(true),
+    };
+    let started = Instant::now();
+    let out = engine.context(&tenant, &id, &req).await?;
+    state
+        .inner
+        .metrics
+        .context_built(format.name(), started.elapsed());
+    let prompt = match out.prompt {
+        recall_core::render::Prompt::Text(s) => Value::String(s),
+        recall_core::render::Prompt::Json(v) => v,
+    };
+    let stats = serde_json::to_value(&out.stats).map_err(|e| {
+        tracing::error!(error = %e, "stats did not serialise");
+        ApiError::internal()
+    })?;
+    Ok(Json(ContextResponse {
+        format: format.name().to_string(),
+        prompt,
+        stats,
+    }))
+}

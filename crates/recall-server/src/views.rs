@@ -1,0 +1,244 @@
+//! What the API returns and accepts, as typed structs (the OpenAPI document is generated from
+//! them).
+
+use recall_core::policy::{Format, PolicyOverrides, TrimMode};
+use recall_core::tokens::Tokenizer;
+use recall_engine::store::{Conversation, StoredMessage};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{IntoParams, ToSchema};
+
+/// `2026-11-21T23:45:10Z` for `ms` milliseconds since the Unix epoch.
+pub fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A conversation.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConversationView {
+    pub id: String,
+    pub title: Option<String>,
+    pub system_prompt: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+    /// Default context policy: an optional `format` and limits.
+    #[schema(value_type = Option<Object>)]
+    pub policy: Option<Value>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub message_count: i64,
+    /// The highest seq ever assigned (clearing does not reset it).
+    pub last_seq: i64,
+    /// Tokens (o200k) of the history.
+    pub tokens: i64,
+}
+
+impl From<&Conversation> for ConversationView {
+    fn from(c: &Conversation) -> Self {
+        ConversationView {
+            id: c.id.clone(),
+            title: c.title.clone(),
+            system_prompt: c.system_prompt.clone(),
+            metadata: c.metadata.clone(),
+            policy: c.policy.clone(),
+            created_at: rfc3339(c.created_at),
+            updated_at: rfc3339(c.updated_at),
+            message_count: c.message_count,
+            last_seq: c.last_seq,
+            tokens: c.total_tokens,
+        }
+    }
+}
+
+/// `POST /v1/conversations`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateConversation {
+    pub title: Option<String>,
+    /// Sent with every context.
+    pub system_prompt: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+    /// Default context policy, e.g. `{"format": "xml", "max_turns": 10}`.
+    #[schema(value_type = Option<Object>)]
+    pub policy: Option<Value>,
+}
+
+/// A page of conversations.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConversationPage {
+    pub data: Vec<ConversationView>,
+    /// Pass as `after` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// The `next_cursor` of the previous page.
+    pub after: Option<String>,
+    /// Page size, 1 to 1000 (default 50).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct MessagesQuery {
+    /// Messages with a seq above this (default 0: from the start).
+    pub after: Option<i64>,
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+}
+
+/// A stored message.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MessageView {
+    pub seq: i64,
+    /// `complete`, or `partial` for an interrupted streamed reply.
+    pub status: String,
+    pub created_at: String,
+    /// Tokens (o200k).
+    pub tokens: i64,
+    /// The message (Anthropic shape, with its client `id` and `metadata`).
+    #[schema(value_type = Object)]
+    pub message: Value,
+}
+
+impl From<&StoredMessage> for MessageView {
+    fn from(m: &StoredMessage) -> Self {
+        MessageView {
+            seq: m.seq,
+            status: m.status.as_str().to_string(),
+            created_at: rfc3339(m.created_at),
+            tokens: m.figures.tokens_o200k,
+            message: m.message.to_json(),
+        }
+    }
+}
+
+/// A page of messages.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MessagePage {
+    pub data: Vec<MessageView>,
+    /// Pass as `after` for the next page; null on the last page.
+    pub next_after: Option<i64>,
+}
+
+/// One appended message.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AppendedView {
+    pub seq: i64,
+    /// The client id was seen before: nothing was written; `seq` is the first append's.
+    pub duplicate: bool,
+}
+
+/// The result of an append.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AppendResponse {
+    pub messages: Vec<AppendedView>,
+    pub warnings: Vec<String>,
+}
+
+/// `POST …/clear`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Cleared {
+    pub removed: u64,
+}
+
+/// `POST …/context`: the format (default: the conversation's, else `transcript`), the
+/// current message, escaping, and limits over the format's and the conversation's defaults.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextBody {
+    #[schema(value_type = Option<String>, example = "anthropic")]
+    pub format: Option<Format>,
+    pub current: Option<String>,
+    /// Turn-label escaping in text formats (default true).
+    pub escape: Option<bool>,
+    pub max_turns: Option<usize>,
+    pub max_chars: Option<u64>,
+    pub max_tokens: Option<u64>,
+    /// `o200k`, `cl100k` or `chars4`.
+    #[schema(value_type = Option<String>)]
+    pub tokenizer: Option<Tokenizer>,
+    pub user_max_chars: Option<usize>,
+    pub assistant_max_chars: Option<usize>,
+    pub tool_result_max_chars: Option<usize>,
+    /// `sliding` or `stable`.
+    #[schema(value_type = Option<String>)]
+    pub trim: Option<TrimMode>,
+    pub low_water: Option<f64>,
+}
+
+impl ContextBody {
+    pub fn overrides(&self) -> PolicyOverrides {
+        PolicyOverrides {
+            max_turns: self.max_turns,
+            max_chars: self.max_chars,
+            max_tokens: self.max_tokens,
+            tokenizer: self.tokenizer,
+            user_max_chars: self.user_max_chars,
+            assistant_max_chars: self.assistant_max_chars,
+            tool_result_max_chars: self.tool_result_max_chars,
+            trim: self.trim,
+            low_water: self.low_water,
+        }
+    }
+}
+
+/// A built context: what `recall context` prints, as JSON.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ContextResponse {
+    pub format: String,
+    /// A string for text formats, the request body for `anthropic` and `openai`.
+    #[schema(value_type = Object)]
+    pub prompt: Value,
+    /// Selection stats (FORMATS.md §3.2).
+    #[schema(value_type = Object)]
+    pub stats: Value,
+}
+
+/// The error shape of every 4xx and 5xx answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `invalid_json`, `invalid_request`, `authentication_error`, `not_found`, `conflict`,
+    /// `too_large`, `rate_limited`, `internal_error`, `unavailable`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1795304710123), "2026-11-21T23:45:10Z");
+    }
+}

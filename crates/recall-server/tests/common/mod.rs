@@ -1,0 +1,333 @@
+//! Test support: a real server on 127.0.0.1 (port 0) over a real database — a temporary
+//! SQLite file or a fresh PostgreSQL database — and an HTTP client with two tenants' keys.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use recall_engine::Engine;
+use recall_server::{start, ConfigKey, RunningServer, ServerConfig};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use sqlx::Connection;
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Pg,
+}
+
+/// The tenant of [`Server::key_a`] (from the config file) and of [`Server::key_b`] (created
+/// in the database with `create_key`).
+pub const TENANT_A: &str = "tenant-a";
+pub const TENANT_B: &str = "tenant-b";
+const KEY_A: &str = "rk_test_key_of_tenant_a_0123456789";
+
+/// A running server and what it runs on.
+pub struct Server {
+    pub base: String,
+    pub engine: Engine,
+    pub key_a: String,
+    pub key_b: String,
+    pub client: reqwest::Client,
+    pub running: Option<RunningServer>,
+    /// The database URL (a second server can share it).
+    pub url: String,
+    _db: Db,
+}
+
+enum Db {
+    Sqlite(tempfile::TempDir),
+    Pg(PgDatabase),
+}
+
+/// A server on `backend` with the default limits. `None` when PostgreSQL is unreachable
+/// outside CI (in CI that fails the test).
+pub async fn server(backend: Backend) -> Option<Server> {
+    server_with(backend, |_| {}).await
+}
+
+/// A server with a config adjusted by `adjust` (key A is always in its config keys).
+pub async fn server_with(
+    backend: Backend,
+    adjust: impl FnOnce(&mut ServerConfig),
+) -> Option<Server> {
+    let (url, db) = match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = dir.path().join("recall.db").display().to_string();
+            (url, Db::Sqlite(dir))
+        }
+        Backend::Pg => {
+            let pg = pg_database().await?;
+            (pg.url.clone(), Db::Pg(pg))
+        }
+    };
+    let mut config = ServerConfig {
+        keys: vec![ConfigKey {
+            tenant: TENANT_A.into(),
+            key: Some(KEY_A.into()),
+            sha256: None,
+        }],
+        ..ServerConfig::default()
+    };
+    adjust(&mut config);
+    let engine = Engine::open(&url, config.limits.engine_limits())
+        .await
+        .expect("open engine");
+    let (key_b, _) = recall_server::create_key(engine.store().as_ref(), TENANT_B, None)
+        .await
+        .expect("create key");
+    let running = start(engine.clone(), config, "127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("start server");
+    Some(Server {
+        base: format!("http://{}", running.addr),
+        engine,
+        key_a: KEY_A.into(),
+        key_b,
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("client"),
+        running: Some(running),
+        url,
+        _db: db,
+    })
+}
+
+/// A response: status, headers and the body as JSON (`Null` when empty or not JSON).
+#[derive(Debug)]
+pub struct Res {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub json: Value,
+}
+
+impl Res {
+    /// The error type of an error answer, after checking the error shape.
+    pub fn error_type(&self) -> &str {
+        let e = &self.json["error"];
+        assert!(
+            e["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "error without a message: {}",
+            self.text
+        );
+        assert_eq!(
+            self.json.as_object().map(|o| o.len()),
+            Some(1),
+            "error body has more than `error`: {}",
+            self.text
+        );
+        e["type"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error type: {}", self.text))
+    }
+
+    pub fn message(&self) -> &str {
+        self.json["error"]["message"].as_str().unwrap_or("")
+    }
+}
+
+impl Server {
+    /// A request with `key` (none when `None`) and a raw body.
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> Res {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        if let Some(b) = body {
+            req = req.header("content-type", "application/json").body(b);
+        }
+        let res = req.send().await.expect("request");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.expect("body");
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Res {
+            status,
+            headers,
+            text,
+            json,
+        }
+    }
+
+    /// A JSON request with `key`.
+    pub async fn call(&self, method: Method, path: &str, key: &str, body: Option<Value>) -> Res {
+        self.raw(
+            method,
+            path,
+            Some(key),
+            body.map(|b| b.to_string().into_bytes()),
+        )
+        .await
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> Res {
+        self.call(Method::GET, path, key, None).await
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> Res {
+        self.call(Method::POST, path, key, Some(body)).await
+    }
+
+    /// Creates a conversation for `key`'s tenant; returns its id.
+    pub async fn new_conversation(&self, key: &str, body: Value) -> String {
+        let r = self.post("/v1/conversations", key, body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        r.json["id"].as_str().expect("id").to_string()
+    }
+
+    /// Every stored message of a conversation as JSON, read through the engine.
+    pub async fn stored(&self, tenant: &str, id: &str) -> Vec<Value> {
+        self.engine
+            .store()
+            .messages(tenant, id, 0, u32::MAX)
+            .await
+            .expect("messages")
+            .iter()
+            .map(|m| {
+                serde_json::json!({"seq": m.seq, "status": m.status.as_str(), "message": m.message.to_json()})
+            })
+            .collect()
+    }
+
+    /// Stops the server gracefully.
+    pub async fn stop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown().await.expect("shutdown");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL: a fresh database per test (as in recall-store's tests)
+// ---------------------------------------------------------------------------------------------
+
+pub fn pg_admin_url() -> String {
+    std::env::var("RECALL_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// `url` with its database name replaced by `db` (query parameters kept).
+pub fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let authority_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    format!("{}/{db}{query}", &base[..authority_end])
+}
+
+/// A fresh PostgreSQL database, dropped (with its connections) when this is dropped.
+pub struct PgDatabase {
+    pub url: String,
+    name: String,
+    admin: String,
+}
+
+static DB_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Creates `recall_srv_test_<unique>`. `None` (after a notice) when PostgreSQL is unreachable
+/// outside CI; in CI (`CI=true`) an unreachable server fails the test.
+pub async fn pg_database() -> Option<PgDatabase> {
+    let admin = pg_admin_url();
+    let conn =
+        tokio::time::timeout(Duration::from_secs(10), sqlx::PgConnection::connect(&admin)).await;
+    let mut conn = match conn {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return unreachable_pg(&admin, &e.to_string()),
+        Err(_) => return unreachable_pg(&admin, "connection timed out"),
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!(
+        "recall_srv_test_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        DB_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("CREATE DATABASE");
+    conn.close().await.ok();
+    Some(PgDatabase {
+        url: with_database(&admin, &name),
+        name,
+        admin,
+    })
+}
+
+fn unreachable_pg<T>(url: &str, why: &str) -> Option<T> {
+    if in_ci() {
+        panic!("PostgreSQL at {url} is unreachable ({why}); CI=true, so PostgreSQL tests must run");
+    }
+    eprintln!("notice: PostgreSQL at {url} is unreachable ({why}); skipping this PostgreSQL test");
+    None
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let name = self.name.clone();
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let mut conn = sqlx::PgConnection::connect(&admin).await?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await?;
+                conn.close().await
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("warning: could not drop test database {}", self.name);
+        }
+    }
+}
+
+/// Runs each named test function (`async fn name(backend: Backend)`) on SQLite and on
+/// PostgreSQL, as `sqlite::name` and `pg::name`.
+#[allow(unused_macros)]
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::common::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod pg {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::common::Backend::Pg).await;
+                }
+            )*
+        }
+    };
+}
