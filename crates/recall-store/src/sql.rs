@@ -383,6 +383,92 @@ macro_rules! sql_store {
                 })
             }
 
+            /// Takes the conversation's lock and adds the totals of `encoded` (all of which
+            /// will be written) in one statement; returns the totals as they were before.
+            async fn reserve_running(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                tenant: &str,
+                id: &str,
+                encoded: &[Encoded],
+            ) -> Result<Running, StoreError> {
+                let mut d = Running {
+                    last_seq: 0,
+                    count: 0,
+                    o200k: 0,
+                    cl100k: 0,
+                    chars: 0,
+                    chars4: 0,
+                    turns: 0,
+                    cuts: 0,
+                    current_windows: 0,
+                };
+                for e in encoded {
+                    d.last_seq += 1;
+                    d.add(&e.figures, e.role);
+                }
+                // The windows counted are those current before the append (last seq as it was).
+                let row = sqlx::query(
+                    "UPDATE conversations SET last_seq = last_seq + $3, message_count = message_count + $4, \
+                     total_o200k = total_o200k + $5, total_cl100k = total_cl100k + $6, \
+                     total_chars = total_chars + $7, total_chars4 = total_chars4 + $8, \
+                     total_turns = total_turns + $9, total_cuts = total_cuts + $10, updated_at = $11 \
+                     WHERE id = $1 AND tenant = $2 RETURNING last_seq, message_count, total_o200k, \
+                     total_cl100k, total_chars, total_chars4, total_turns, total_cuts, \
+                     (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
+                     AND stable_windows.last_seq = conversations.last_seq - $3)",
+                )
+                .bind(id)
+                .bind(tenant)
+                .bind(d.last_seq)
+                .bind(d.count)
+                .bind(d.o200k)
+                .bind(d.cl100k)
+                .bind(d.chars)
+                .bind(d.chars4)
+                .bind(d.turns)
+                .bind(d.cuts)
+                .bind(now_ms())
+                .fetch_optional(&mut **tx)
+                .await?
+                .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+                Ok(Running {
+                    last_seq: row.try_get::<i64, _>(0)? - d.last_seq,
+                    count: row.try_get::<i64, _>(1)? - d.count,
+                    o200k: row.try_get::<i64, _>(2)? - d.o200k,
+                    cl100k: row.try_get::<i64, _>(3)? - d.cl100k,
+                    chars: row.try_get::<i64, _>(4)? - d.chars,
+                    chars4: row.try_get::<i64, _>(5)? - d.chars4,
+                    turns: row.try_get::<i64, _>(6)? - d.turns,
+                    cuts: row.try_get::<i64, _>(7)? - d.cuts,
+                    current_windows: row.try_get(8)?,
+                })
+            }
+
+            /// The seqs of the client ids of `encoded` already stored, in one statement per
+            /// chunk instead of one per message.
+            async fn seen_client_ids(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                id: &str,
+                encoded: &[Encoded],
+            ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+                let ids: Vec<&str> = encoded.iter().filter_map(|e| e.client_id.as_deref()).collect();
+                let mut seen = std::collections::HashMap::new();
+                for chunk in ids.chunks(1000) {
+                    let mut q = sqlx::QueryBuilder::<$db>::new(
+                        "SELECT client_id, seq FROM messages WHERE conversation_id = ",
+                    );
+                    q.push_bind(id).push(" AND client_id IN (");
+                    let mut list = q.separated(", ");
+                    for cid in chunk {
+                        list.push_bind(*cid);
+                    }
+                    list.push_unseparated(")");
+                    let rows: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut **tx).await?;
+                    seen.extend(rows);
+                }
+                Ok(seen)
+            }
+
             async fn save_running(
                 tx: &mut sqlx::Transaction<'_, $db>,
                 id: &str,
@@ -1129,61 +1215,42 @@ macro_rules! sql_store {
                 for (e, f) in encoded.iter_mut().zip(figures_of(&messages)) {
                     e.figures = f;
                 }
+                let has_client_ids = encoded.iter().any(|e| e.client_id.is_some());
                 let mut tx = self.pool.begin_with($begin).await?;
-                let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+                // Without client ids every message is written, so the new totals are known
+                // before the lock: one `UPDATE … RETURNING` takes the lock and moves the
+                // totals. With client ids, which messages are written is known only under
+                // the lock: lock, read, then save the totals.
+                let mut r = if has_client_ids {
+                    Self::lock_running(&mut tx, tenant, id).await?
+                } else {
+                    Self::reserve_running(&mut tx, tenant, id, &encoded).await?
+                };
                 let before = r.last_seq;
+                let seen = if has_client_ids {
+                    Self::seen_client_ids(&mut tx, id, &encoded).await?
+                } else {
+                    std::collections::HashMap::new()
+                };
                 // The figures of the history messages written, for the stable windows.
                 let mut added: Vec<Figures> = Vec::new();
                 let now = now_ms();
                 let mut out = Vec::with_capacity(encoded.len());
                 let mut batch_ids: std::collections::HashMap<&str, i64> =
                     std::collections::HashMap::new();
+                // (message, seq, running totals after it) of the rows to write.
+                let mut rows: Vec<(&Encoded, i64, Running)> = Vec::with_capacity(encoded.len());
                 for e in &encoded {
                     if let Some(cid) = &e.client_id {
-                        if let Some(&seq) = batch_ids.get(cid.as_str()) {
-                            out.push(Appended { seq, duplicate: true });
-                            continue;
-                        }
-                        let seen: Option<i64> = sqlx::query_scalar(
-                            "SELECT seq FROM messages WHERE conversation_id = $1 AND client_id = $2",
-                        )
-                        .bind(id)
-                        .bind(cid)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                        if let Some(seq) = seen {
+                        let first = batch_ids.get(cid.as_str()).or_else(|| seen.get(cid.as_str()));
+                        if let Some(&seq) = first {
                             out.push(Appended { seq, duplicate: true });
                             continue;
                         }
                     }
                     r.last_seq += 1;
                     r.add(&e.figures, e.role);
-                    let f = &e.figures;
-                    sqlx::query(
-                        "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
-                         status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, \
-                         cum_cl100k, cum_chars, cum_chars4, cum_cuts) VALUES ($1, $2, $3, $4, $5, $6, \
-                         $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-                    )
-                    .bind(id)
-                    .bind(r.last_seq)
-                    .bind(&e.client_id)
-                    .bind(e.role)
-                    .bind(&e.content)
-                    .bind(&e.metadata)
-                    .bind(e.status)
-                    .bind(now)
-                    .bind(f.tokens_o200k)
-                    .bind(f.tokens_cl100k)
-                    .bind(f.chars)
-                    .bind(f.flags())
-                    .bind(r.o200k)
-                    .bind(r.cl100k)
-                    .bind(r.chars)
-                    .bind(r.chars4)
-                    .bind(r.cuts)
-                    .execute(&mut *tx)
-                    .await?;
+                    rows.push((e, r.last_seq, r));
                     if let Some(cid) = &e.client_id {
                         batch_ids.insert(cid.as_str(), r.last_seq);
                     }
@@ -1195,12 +1262,45 @@ macro_rules! sql_store {
                         duplicate: false,
                     });
                 }
+                // One multi-row INSERT per chunk instead of a statement per message; 17
+                // parameters a row keeps a chunk well under SQLite's 32,766.
+                const ROWS_PER_INSERT: usize = 1000;
+                for chunk in rows.chunks(ROWS_PER_INSERT) {
+                    let mut q = sqlx::QueryBuilder::<$db>::new(
+                        "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
+                         status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, \
+                         cum_cl100k, cum_chars, cum_chars4, cum_cuts) ",
+                    );
+                    q.push_values(chunk, |mut b, (e, seq, run)| {
+                        let f = &e.figures;
+                        b.push_bind(id)
+                            .push_bind(*seq)
+                            .push_bind(e.client_id.as_deref())
+                            .push_bind(e.role)
+                            .push_bind(e.content.as_str())
+                            .push_bind(e.metadata.as_deref())
+                            .push_bind(e.status)
+                            .push_bind(now)
+                            .push_bind(f.tokens_o200k)
+                            .push_bind(f.tokens_cl100k)
+                            .push_bind(f.chars)
+                            .push_bind(f.flags())
+                            .push_bind(run.o200k)
+                            .push_bind(run.cl100k)
+                            .push_bind(run.chars)
+                            .push_bind(run.chars4)
+                            .push_bind(run.cuts);
+                    });
+                    q.build().execute(&mut *tx).await?;
+                }
                 // A batch of retries writes nothing.
                 if r.last_seq != before {
                     if r.current_windows > 0 {
                         Self::advance_stable(&mut *tx, id, before, r.last_seq, &added).await?;
                     }
-                    Self::save_running(&mut tx, id, &r).await?;
+                    if has_client_ids {
+                        Self::save_running(&mut tx, id, &r).await?;
+                    }
                 }
                 tx.commit().await?;
                 Ok(out)
