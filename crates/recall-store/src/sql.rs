@@ -313,7 +313,8 @@ fn budget_start_sql(column: &str, threshold: &str) -> String {
 /// character budget, `$5` turn limit (`i64::MAX` for none: the thresholds go negative), `$6`
 /// the stable key (empty for none). Columns: the conversation's (0–10), the stable state's
 /// start and last seq (11, 12), the turn floor (13), the start (14), then `MESSAGE_COLUMNS`
-/// (15–25, NULL on the single row of a conversation without messages), oldest first.
+/// (15–25): one row of the conversation (message columns NULL), one per message (the others
+/// NULL), in no particular order.
 /// The CTEs are materialized so that each probe runs once, not once per reference.
 fn fast_window_sql(t: Tokenizer) -> String {
     let cum_tokens = cum_column(t);
@@ -325,11 +326,10 @@ fn fast_window_sql(t: Tokenizer) -> String {
         &sql_max("w.turn_floor", stable),
         &sql_max("w.b_tokens", "w.b_chars"),
     );
-    let message_columns = MESSAGE_COLUMNS
-        .split(", ")
-        .map(|c| format!("m.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    // Branches of a UNION ALL fill the other branch's columns with NULL; no ORDER BY (a
+    // sort would copy every message into a temporary b-tree): the caller orders by seq.
+    let no_message = ["NULL"; 11].join(", ");
+    let no_header = ["NULL"; 15].join(", ");
     format!(
         "WITH c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
          total_chars AS total_ch, total_cuts AS total_cut FROM conversations \
@@ -344,10 +344,11 @@ fn fast_window_sql(t: Tokenizer) -> String {
          s AS MATERIALIZED (SELECT w.*, {start} AS start FROM w) \
          SELECT s.id, s.tenant, s.title, s.system_prompt, s.metadata, s.policy, s.created_at, \
          s.updated_at, s.message_count, s.last_seq, s.total_o200k, s.st_start, s.st_last, \
-         s.turn_floor, s.start, {message_columns} FROM s LEFT JOIN (\
-         SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND role = 'system' \
-         UNION ALL SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 \
-         AND role <> 'system' AND seq >= (SELECT start FROM s)) m ON TRUE ORDER BY m.seq"
+         s.turn_floor, s.start, {no_message} FROM s \
+         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
+         WHERE conversation_id = $1 AND role = 'system' AND EXISTS (SELECT 1 FROM s) \
+         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
+         WHERE conversation_id = $1 AND role <> 'system' AND seq >= (SELECT start FROM s)"
     )
 }
 
@@ -861,7 +862,16 @@ macro_rules! sql_store {
                     .bind(&key)
                     .fetch_all(&self.pool)
                     .await?;
-                let Some(first) = rows.first() else {
+                // The conversation's row: its id is never NULL. Without it, no other row
+                // either (every branch requires it).
+                let mut header = None;
+                for row in &rows {
+                    if row.try_get::<Option<String>, _>(0)?.is_some() {
+                        header = Some(row);
+                        break;
+                    }
+                }
+                let Some(first) = header else {
                     return Err(StoreError::ConversationNotFound(id.to_string()));
                 };
                 let conv = Self::conversation_from_row(first)?;
@@ -877,15 +887,18 @@ macro_rules! sql_store {
                     None => None,
                 };
                 let floor = turn_floor.max(stable_start.unwrap_or(0));
+                let mut stored = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    // The conversation's row has no message.
+                    if row.try_get::<Option<i64>, _>(15)?.is_some() {
+                        stored.push(Self::stored_at(row, 15)?);
+                    }
+                }
+                stored.sort_unstable_by_key(|m| m.seq);
                 let mut system_parts = Vec::new();
                 let mut system_count = 0;
-                let mut messages = Vec::with_capacity(rows.len());
-                for row in &rows {
-                    // The conversation's row alone (LEFT JOIN): no message to read.
-                    if row.try_get::<Option<i64>, _>(15)?.is_none() {
-                        continue;
-                    }
-                    let m = Self::stored_at(row, 15)?;
+                let mut messages = Vec::with_capacity(stored.len());
+                for m in stored {
                     if m.message.role == Role::System {
                         system_count += 1;
                         let text = recall_core::context::system_text(&m.message);
