@@ -1501,8 +1501,11 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
+        // One connection is kept open (and its statement cache warm) after a quiet spell, so
+        // that a request after an idle period does not pay for opening the file again.
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            .min_connections(1)
             .connect_with(opts)
             .await?;
         let since = std::time::Instant::now();
@@ -1557,8 +1560,10 @@ impl PgStore {
     /// sqlx takes an advisory lock).
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
         let opts = PgConnectOptions::from_str(url)?;
+        // As for SQLite: a connection (with its prepared statements) survives idle spells.
         let pool = PgPoolOptions::new()
             .max_connections(8)
+            .min_connections(1)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(opts)
             .await?;
