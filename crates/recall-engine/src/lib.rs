@@ -209,9 +209,30 @@ impl Engine {
         id: &str,
         req: &ContextRequest,
     ) -> Result<ContextOutput, EngineError> {
-        let conv = self.store.get_conversation(tenant, id).await?;
-        let policy = effective_policy(&conv, req)?;
-        let window = self.store.context_window(tenant, id, &policy).await?;
+        // Most conversations have no stored policy: the request's policy is then the
+        // effective one, and the conversation and its window come back from one statement.
+        // When the stored policy changes it, the window is read again under the right one
+        // (a conversation's policy and system prompt never change, so the two reads agree).
+        let (conv, window, policy) = match request_policy(req) {
+            Ok(guess) => {
+                let (conv, window) = self.store.conversation_window(tenant, id, &guess).await?;
+                let policy = effective_policy(&conv, req)?;
+                if policy == guess {
+                    (conv, window, policy)
+                } else {
+                    let window = self.store.context_window(tenant, id, &policy).await?;
+                    (conv, window, policy)
+                }
+            }
+            // The request alone may not make a valid policy while the stored one repairs
+            // it: the stored policy decides, as before.
+            Err(_) => {
+                let conv = self.store.get_conversation(tenant, id).await?;
+                let policy = effective_policy(&conv, req)?;
+                let window = self.store.context_window(tenant, id, &policy).await?;
+                (conv, window, policy)
+            }
+        };
         let mut system_parts: Vec<String> = conv
             .system_prompt
             .iter()
@@ -260,6 +281,11 @@ pub fn effective_policy(conv: &Conversation, req: &ContextRequest) -> Result<Pol
         policy = StoredPolicy::parse(p)?.overrides.apply(policy)?;
     }
     Ok(req.overrides.apply(policy)?)
+}
+
+/// The policy of a request over a conversation without a stored policy.
+fn request_policy(req: &ContextRequest) -> Result<Policy, EngineError> {
+    Ok(req.overrides.apply(req.format.default_policy())?)
 }
 
 /// The format a conversation's policy names, if any.

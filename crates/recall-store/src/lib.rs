@@ -125,6 +125,17 @@ pub trait Store: Send + Sync {
         policy: &Policy,
     ) -> Result<Window, StoreError>;
 
+    /// The conversation and its [`Store::context_window`] under `policy`, read together: one
+    /// statement when the stable window (if any) is current and no repair calls for older
+    /// messages, so a context build that only needs the conversation's system prompt and
+    /// policy besides the window pays one round trip.
+    async fn conversation_window(
+        &self,
+        tenant: &str,
+        id: &str,
+        policy: &Policy,
+    ) -> Result<(Conversation, Window), StoreError>;
+
     /// Checks the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
 

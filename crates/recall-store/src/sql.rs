@@ -287,6 +287,78 @@ struct Snapshot {
     has_system: bool,
 }
 
+/// The larger of two SQL expressions, as both databases write it (SQLite's `max(a, b)` is
+/// PostgreSQL's `GREATEST`).
+fn sql_max(a: &str, b: &str) -> String {
+    format!("CASE WHEN {a} >= {b} THEN {a} ELSE {b} END")
+}
+
+/// The oldest start a budget lets a selection reach, as an SQL expression over the
+/// `messages` of conversation `$1` (see `budget_start`): 0 when `threshold` is not positive.
+fn budget_start_sql(column: &str, threshold: &str) -> String {
+    let first = format!(
+        "(SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= {threshold} \
+         ORDER BY {column}, seq LIMIT 1)"
+    );
+    format!(
+        "CASE WHEN {threshold} > 0 THEN COALESCE((SELECT seq FROM messages \
+         WHERE conversation_id = $1 AND cum_cuts >= {first} AND {first} > 0 \
+         ORDER BY cum_cuts, seq LIMIT 1), 0) ELSE 0 END"
+    )
+}
+
+/// The whole context read as one statement, so that it is one round trip and, without a
+/// transaction, still one snapshot (a statement reads one snapshot on SQLite and PostgreSQL):
+/// the conversation row, the stable window's state, the turn and budget probes of
+/// `WindowBounds` computed from the row's totals, and the messages from the start they give
+/// plus every system message. Parameters: `$1` id, `$2` tenant, `$3` token budget, `$4`
+/// character budget, `$5` turn limit (`i64::MAX` for none: the thresholds go negative), `$6`
+/// the stable key (empty for none). Columns: the conversation's (0–10), the stable state's
+/// start and last seq (11, 12), the turn floor (13), the start (14), then `MESSAGE_COLUMNS`
+/// (15–25): one row of the conversation (message columns NULL), one per message (the others
+/// NULL), in no particular order.
+/// The CTEs are materialized so that each probe runs once, not once per reference.
+fn fast_window_sql(t: Tokenizer) -> String {
+    let cum_tokens = cum_column(t);
+    let total_tokens = cum_tokens.replacen("cum_", "total_", 1);
+    let budget_tokens = budget_start_sql(cum_tokens, "c.total_tok - $3");
+    let budget_chars = budget_start_sql("cum_chars", "c.total_ch - $4");
+    let stable = "CASE WHEN w.st_last >= w.last_seq THEN w.st_start ELSE 0 END";
+    let start = sql_max(
+        &sql_max("w.turn_floor", stable),
+        &sql_max("w.b_tokens", "w.b_chars"),
+    );
+    // The window's upper bound (`seq <= last_seq`) holds for every row; it is there for
+    // PostgreSQL's planner, which estimates a lone `seq >= (subquery)` at a third of the
+    // conversation and then scans the table (4 ms at 10,000 messages) instead of the primary
+    // key (0.15 ms): a closed range is estimated small.
+    // Branches of a UNION ALL fill the other branch's columns with NULL; no ORDER BY (a
+    // sort would copy every message into a temporary b-tree): the caller orders by seq.
+    let no_message = ["NULL"; 11].join(", ");
+    let no_header = ["NULL"; 15].join(", ");
+    format!(
+        "WITH c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
+         total_chars AS total_ch, total_cuts AS total_cut FROM conversations \
+         WHERE id = $1 AND tenant = $2), \
+         w AS MATERIALIZED (SELECT c.*, \
+         (SELECT start_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_start, \
+         (SELECT last_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_last, \
+         CASE WHEN c.total_cut - $5 >= 1 THEN COALESCE((SELECT seq FROM messages \
+         WHERE conversation_id = $1 AND cum_cuts >= c.total_cut - $5 ORDER BY cum_cuts, seq LIMIT 1), 0) \
+         ELSE 0 END AS turn_floor, \
+         {budget_tokens} AS b_tokens, {budget_chars} AS b_chars FROM c), \
+         s AS MATERIALIZED (SELECT w.*, {start} AS start FROM w) \
+         SELECT s.id, s.tenant, s.title, s.system_prompt, s.metadata, s.policy, s.created_at, \
+         s.updated_at, s.message_count, s.last_seq, s.total_o200k, s.st_start, s.st_last, \
+         s.turn_floor, s.start, {no_message} FROM s \
+         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
+         WHERE conversation_id = $1 AND role = 'system' AND EXISTS (SELECT 1 FROM s) \
+         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
+         WHERE conversation_id = $1 AND role <> 'system' AND seq >= (SELECT start FROM s) \
+         AND seq <= (SELECT last_seq FROM s)"
+    )
+}
+
 macro_rules! sql_store {
     ($store:ident, $db:ty, $pool:ty, $begin:expr, $read:expr, $lock:expr) => {
         impl $store {
@@ -317,6 +389,92 @@ macro_rules! sql_store {
                     cuts: row.try_get(7)?,
                     current_windows: row.try_get(8)?,
                 })
+            }
+
+            /// Takes the conversation's lock and adds the totals of `encoded` (all of which
+            /// will be written) in one statement; returns the totals as they were before.
+            async fn reserve_running(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                tenant: &str,
+                id: &str,
+                encoded: &[Encoded],
+            ) -> Result<Running, StoreError> {
+                let mut d = Running {
+                    last_seq: 0,
+                    count: 0,
+                    o200k: 0,
+                    cl100k: 0,
+                    chars: 0,
+                    chars4: 0,
+                    turns: 0,
+                    cuts: 0,
+                    current_windows: 0,
+                };
+                for e in encoded {
+                    d.last_seq += 1;
+                    d.add(&e.figures, e.role);
+                }
+                // The windows counted are those current before the append (last seq as it was).
+                let row = sqlx::query(
+                    "UPDATE conversations SET last_seq = last_seq + $3, message_count = message_count + $4, \
+                     total_o200k = total_o200k + $5, total_cl100k = total_cl100k + $6, \
+                     total_chars = total_chars + $7, total_chars4 = total_chars4 + $8, \
+                     total_turns = total_turns + $9, total_cuts = total_cuts + $10, updated_at = $11 \
+                     WHERE id = $1 AND tenant = $2 RETURNING last_seq, message_count, total_o200k, \
+                     total_cl100k, total_chars, total_chars4, total_turns, total_cuts, \
+                     (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
+                     AND stable_windows.last_seq = conversations.last_seq - $3)",
+                )
+                .bind(id)
+                .bind(tenant)
+                .bind(d.last_seq)
+                .bind(d.count)
+                .bind(d.o200k)
+                .bind(d.cl100k)
+                .bind(d.chars)
+                .bind(d.chars4)
+                .bind(d.turns)
+                .bind(d.cuts)
+                .bind(now_ms())
+                .fetch_optional(&mut **tx)
+                .await?
+                .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+                Ok(Running {
+                    last_seq: row.try_get::<i64, _>(0)? - d.last_seq,
+                    count: row.try_get::<i64, _>(1)? - d.count,
+                    o200k: row.try_get::<i64, _>(2)? - d.o200k,
+                    cl100k: row.try_get::<i64, _>(3)? - d.cl100k,
+                    chars: row.try_get::<i64, _>(4)? - d.chars,
+                    chars4: row.try_get::<i64, _>(5)? - d.chars4,
+                    turns: row.try_get::<i64, _>(6)? - d.turns,
+                    cuts: row.try_get::<i64, _>(7)? - d.cuts,
+                    current_windows: row.try_get(8)?,
+                })
+            }
+
+            /// The seqs of the client ids of `encoded` already stored, in one statement per
+            /// chunk instead of one per message.
+            async fn seen_client_ids(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                id: &str,
+                encoded: &[Encoded],
+            ) -> Result<std::collections::HashMap<String, i64>, StoreError> {
+                let ids: Vec<&str> = encoded.iter().filter_map(|e| e.client_id.as_deref()).collect();
+                let mut seen = std::collections::HashMap::new();
+                for chunk in ids.chunks(1000) {
+                    let mut q = sqlx::QueryBuilder::<$db>::new(
+                        "SELECT client_id, seq FROM messages WHERE conversation_id = ",
+                    );
+                    q.push_bind(id).push(" AND client_id IN (");
+                    let mut list = q.separated(", ");
+                    for cid in chunk {
+                        list.push_bind(*cid);
+                    }
+                    list.push_unseparated(")");
+                    let rows: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut **tx).await?;
+                    seen.extend(rows);
+                }
+                Ok(seen)
             }
 
             async fn save_running(
@@ -369,22 +527,28 @@ macro_rules! sql_store {
             }
 
             fn stored_from_row(row: &<$db as sqlx::Database>::Row) -> Result<StoredMessage, StoreError> {
-                let seq: i64 = row.try_get(0)?;
-                let role: String = row.try_get(1)?;
-                let content: String = row.try_get(2)?;
+                Self::stored_at(row, 0)
+            }
+
+            /// A message from the `MESSAGE_COLUMNS` starting at column `o` (the fast context
+            /// read puts conversation columns before them).
+            fn stored_at(row: &<$db as sqlx::Database>::Row, o: usize) -> Result<StoredMessage, StoreError> {
+                let seq: i64 = row.try_get(o)?;
+                let role: String = row.try_get(o + 1)?;
+                let content: String = row.try_get(o + 2)?;
                 let message =
-                    decode_message(seq, &role, &content, row.try_get(3)?, row.try_get(4)?)?;
-                let status: String = row.try_get(5)?;
-                let flags: i64 = row.try_get(10)?;
+                    decode_message(seq, &role, &content, row.try_get(o + 3)?, row.try_get(o + 4)?)?;
+                let status: String = row.try_get(o + 5)?;
+                let flags: i64 = row.try_get(o + 10)?;
                 Ok(StoredMessage {
                     seq,
                     message,
                     status: parse_status(&status)?,
-                    created_at: row.try_get(6)?,
+                    created_at: row.try_get(o + 6)?,
                     figures: Figures {
-                        tokens_o200k: row.try_get(7)?,
-                        tokens_cl100k: row.try_get(8)?,
-                        chars: row.try_get(9)?,
+                        tokens_o200k: row.try_get(o + 7)?,
+                        tokens_cl100k: row.try_get(o + 8)?,
+                        chars: row.try_get(o + 9)?,
                         ..Figures::default()
                     }
                     .with_flags(flags),
@@ -396,31 +560,33 @@ macro_rules! sql_store {
                 conn: &mut <$db as sqlx::Database>::Connection,
                 tenant: &str,
                 id: &str,
-            ) -> Result<Snapshot, StoreError> {
-                let row = sqlx::query(
-                    "SELECT total_o200k, total_cl100k, total_chars, total_chars4, total_cuts, \
-                     message_count, last_seq, \
+            ) -> Result<(Conversation, Snapshot), StoreError> {
+                let sql = format!(
+                    "SELECT {CONVERSATION_COLUMNS}, total_cl100k, total_chars, total_chars4, total_cuts, \
                      CAST(CASE WHEN EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 \
                      AND role = 'system') THEN 1 ELSE 0 END AS BIGINT) \
-                     FROM conversations WHERE id = $1 AND tenant = $2",
-                )
-                .bind(id)
-                .bind(tenant)
-                .fetch_optional(&mut *conn)
-                .await?
-                .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
-                Ok(Snapshot {
+                     FROM conversations WHERE id = $1 AND tenant = $2"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(tenant)
+                    .fetch_optional(&mut *conn)
+                    .await?
+                    .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+                let conv = Self::conversation_from_row(&row)?;
+                let snap = Snapshot {
                     totals: Totals {
-                        o200k: row.try_get(0)?,
-                        cl100k: row.try_get(1)?,
-                        chars: row.try_get(2)?,
-                        chars4: row.try_get(3)?,
-                        cuts: row.try_get(4)?,
+                        o200k: conv.total_tokens,
+                        cl100k: row.try_get(11)?,
+                        chars: row.try_get(12)?,
+                        chars4: row.try_get(13)?,
+                        cuts: row.try_get(14)?,
                     },
-                    count: row.try_get(5)?,
-                    last_seq: row.try_get(6)?,
-                    has_system: row.try_get::<i64, _>(7)? != 0,
-                })
+                    count: conv.message_count,
+                    last_seq: conv.last_seq,
+                    has_system: row.try_get::<i64, _>(15)? != 0,
+                };
+                Ok((conv, snap))
             }
 
             /// The seq of the cut point numbered `cut` (the newest cut point at or before a
@@ -666,6 +832,215 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            /// The context read as one statement (see [`fast_window_sql`]): one snapshot on
+            /// both databases without `BEGIN`/`COMMIT`. `None` when that read cannot finish
+            /// the job: a stable window whose state is missing or behind (it must be caught
+            /// up and saved), or a selection whose repairs leave room for older messages.
+            async fn window_fast(
+                &self,
+                tenant: &str,
+                id: &str,
+                policy: &Policy,
+            ) -> Result<Option<(Conversation, Window)>, StoreError> {
+                let stable_key = if policy.trim == TrimMode::Stable {
+                    StableKey::of(policy)
+                } else {
+                    None
+                };
+                let unbounded = i64::MAX;
+                let limit = |v: Option<u64>| v.map_or(unbounded, |m| m.min(i64::MAX as u64) as i64);
+                // Budgets are only probed without per-message caps (see `WindowBounds`); an
+                // unbounded limit makes its threshold negative, which the SQL reads as "no
+                // probe".
+                let (max_tokens, max_chars) = if policy.has_caps() {
+                    (unbounded, unbounded)
+                } else {
+                    (limit(policy.max_tokens), limit(policy.max_chars))
+                };
+                let max_turns = policy.max_turns.map_or(unbounded, |n| n.min(i64::MAX as usize) as i64);
+                // No stored key is empty: without a stable window the probe finds nothing.
+                let key = stable_key.map(|k| k.key()).unwrap_or_default();
+                let rows = sqlx::query(&fast_window_sql(policy.tokenizer))
+                    .bind(id)
+                    .bind(tenant)
+                    .bind(max_tokens)
+                    .bind(max_chars)
+                    .bind(max_turns)
+                    .bind(&key)
+                    .fetch_all(&self.pool)
+                    .await?;
+                // The conversation's row: its id is never NULL. Without it, no other row
+                // either (every branch requires it).
+                let mut header = None;
+                for row in &rows {
+                    if row.try_get::<Option<String>, _>(0)?.is_some() {
+                        header = Some(row);
+                        break;
+                    }
+                }
+                let Some(first) = header else {
+                    return Err(StoreError::ConversationNotFound(id.to_string()));
+                };
+                let conv = Self::conversation_from_row(first)?;
+                let st_start: Option<i64> = first.try_get(11)?;
+                let st_last: Option<i64> = first.try_get(12)?;
+                let turn_floor: i64 = first.try_get(13)?;
+                let start: i64 = first.try_get(14)?;
+                let stable_start = match stable_key {
+                    Some(_) => match (st_start, st_last) {
+                        (Some(s), Some(seen)) if seen >= conv.last_seq => Some(s),
+                        _ => return Ok(None),
+                    },
+                    None => None,
+                };
+                let floor = turn_floor.max(stable_start.unwrap_or(0));
+                let mut stored = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    // The conversation's row has no message.
+                    if row.try_get::<Option<i64>, _>(15)?.is_some() {
+                        stored.push(Self::stored_at(row, 15)?);
+                    }
+                }
+                stored.sort_unstable_by_key(|m| m.seq);
+                let mut system_parts = Vec::new();
+                let mut system_count = 0;
+                let mut messages = Vec::with_capacity(stored.len());
+                for m in stored {
+                    if m.message.role == Role::System {
+                        system_count += 1;
+                        let text = recall_core::context::system_text(&m.message);
+                        // As recall-core gathers them: blank parts are left out.
+                        if !text.trim().is_empty() {
+                            system_parts.push(text);
+                        }
+                    } else {
+                        messages.push(HistoryMessage {
+                            index: m.seq.max(0) as usize,
+                            measure: m.figures.measure(policy.tokenizer),
+                            message: m.message,
+                        });
+                    }
+                }
+                if start > floor && walk_reaches_start(&messages, policy).is_some() {
+                    return Ok(None);
+                }
+                let history_count = (conv.message_count.max(0) as usize).saturating_sub(system_count);
+                let older = history_count.saturating_sub(messages.len());
+                Ok(Some((
+                    conv,
+                    Window {
+                        system_parts,
+                        messages,
+                        older,
+                        stable_start,
+                    },
+                )))
+            }
+
+            /// The context read in one read transaction, with every probe a statement of its
+            /// own: the path taken when the one-statement read finds a stable window to catch
+            /// up or a repaired selection that needs older messages.
+            async fn window_in_tx(
+                &self,
+                tenant: &str,
+                id: &str,
+                policy: &Policy,
+            ) -> Result<(Conversation, Window), StoreError> {
+                // One snapshot: totals, system messages and history agree even while other
+                // connections append.
+                let mut tx = self.pool.begin_with($read).await?;
+                let conn: &mut <$db as sqlx::Database>::Connection = &mut tx;
+                let (conv, snap) = Self::snapshot(conn, tenant, id).await?;
+                let bounds = WindowBounds::for_policy(policy, &snap.totals);
+                // Starts selection never walks past: the turn limit's (one turn further back,
+                // so the unit that breaks the limit is read too) and the stable window's.
+                let mut floor = match bounds.min_cut {
+                    Some(c) => Self::cut_start(conn, id, c).await?,
+                    None => 0,
+                };
+                let stable_key = if policy.trim == TrimMode::Stable {
+                    StableKey::of(policy)
+                } else {
+                    None
+                };
+                let (stable_start, save) = match &stable_key {
+                    Some(key) => {
+                        let (s, save) = Self::stable_start(conn, id, key, snap.last_seq).await?;
+                        (Some(s), save)
+                    }
+                    None => (None, None),
+                };
+                if let Some(s) = stable_start {
+                    floor = floor.max(s);
+                }
+                let mut start = floor;
+                for (column, threshold) in &bounds.budgets {
+                    start = start.max(Self::budget_start(conn, id, column, *threshold).await?);
+                }
+
+                let system_rows: Vec<(i64, String)> = if !snap.has_system {
+                    Vec::new()
+                } else {
+                    sqlx::query_as(
+                        "SELECT seq, content FROM messages WHERE conversation_id = $1 \
+                         AND role = 'system' ORDER BY seq",
+                    )
+                    .bind(id)
+                    .fetch_all(&mut *conn)
+                    .await?
+                };
+                let system_count = system_rows.len();
+                let mut system_parts = Vec::with_capacity(system_count);
+                for (seq, content) in system_rows {
+                    let m = decode_message(seq, "system", &content, None, None)?;
+                    let text = recall_core::context::system_text(&m);
+                    // As recall-core gathers them: blank parts are left out.
+                    if !text.trim().is_empty() {
+                        system_parts.push(text);
+                    }
+                }
+
+                let mut messages = Self::history(conn, id, start, i64::MAX, policy.tokenizer).await?;
+                // Budgets cut by stored figures, which are those of whole messages. Selection
+                // drops unmatched tool blocks (a tool call never answered), and a repaired
+                // message costs less than its figures: when the walk gets back to the start
+                // of what was read with every limit holding, older messages may fit too. Read
+                // further back, as far as the remaining room reaches, until the walk stops
+                // inside what was read.
+                while start > floor {
+                    let Some(stats) = walk_reaches_start(&messages, policy) else {
+                        break;
+                    };
+                    let mut next = floor;
+                    for (column, max, kept) in budgets(policy, &stats) {
+                        let before = Self::total_before(conn, id, column, start).await?;
+                        let threshold = before - (max - kept);
+                        next = next.max(Self::budget_start(conn, id, column, threshold).await?);
+                    }
+                    let mut older =
+                        Self::history(conn, id, next, start, policy.tokenizer).await?;
+                    older.append(&mut messages);
+                    messages = older;
+                    start = next;
+                }
+                tx.commit().await?;
+
+                if let (Some(key), Some(save)) = (&stable_key, &save) {
+                    self.save_stable(tenant, id, key, save, &snap).await?;
+                }
+                let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
+                let older = history_count.saturating_sub(messages.len());
+                Ok((
+                    conv,
+                    Window {
+                        system_parts,
+                        messages,
+                        older,
+                        stable_start,
+                    },
+                ))
+            }
+
             /// Saves a stable window's state, unless the conversation changed since the read
             /// that computed it (an update or a clear would make it stale).
             async fn save_stable(
@@ -860,61 +1235,42 @@ macro_rules! sql_store {
                 for (e, f) in encoded.iter_mut().zip(figures_of(&messages)) {
                     e.figures = f;
                 }
+                let has_client_ids = encoded.iter().any(|e| e.client_id.is_some());
                 let mut tx = self.pool.begin_with($begin).await?;
-                let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+                // Without client ids every message is written, so the new totals are known
+                // before the lock: one `UPDATE … RETURNING` takes the lock and moves the
+                // totals. With client ids, which messages are written is known only under
+                // the lock: lock, read, then save the totals.
+                let mut r = if has_client_ids {
+                    Self::lock_running(&mut tx, tenant, id).await?
+                } else {
+                    Self::reserve_running(&mut tx, tenant, id, &encoded).await?
+                };
                 let before = r.last_seq;
+                let seen = if has_client_ids {
+                    Self::seen_client_ids(&mut tx, id, &encoded).await?
+                } else {
+                    std::collections::HashMap::new()
+                };
                 // The figures of the history messages written, for the stable windows.
                 let mut added: Vec<Figures> = Vec::new();
                 let now = now_ms();
                 let mut out = Vec::with_capacity(encoded.len());
                 let mut batch_ids: std::collections::HashMap<&str, i64> =
                     std::collections::HashMap::new();
+                // (message, seq, running totals after it) of the rows to write.
+                let mut rows: Vec<(&Encoded, i64, Running)> = Vec::with_capacity(encoded.len());
                 for e in &encoded {
                     if let Some(cid) = &e.client_id {
-                        if let Some(&seq) = batch_ids.get(cid.as_str()) {
-                            out.push(Appended { seq, duplicate: true });
-                            continue;
-                        }
-                        let seen: Option<i64> = sqlx::query_scalar(
-                            "SELECT seq FROM messages WHERE conversation_id = $1 AND client_id = $2",
-                        )
-                        .bind(id)
-                        .bind(cid)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                        if let Some(seq) = seen {
+                        let first = batch_ids.get(cid.as_str()).or_else(|| seen.get(cid.as_str()));
+                        if let Some(&seq) = first {
                             out.push(Appended { seq, duplicate: true });
                             continue;
                         }
                     }
                     r.last_seq += 1;
                     r.add(&e.figures, e.role);
-                    let f = &e.figures;
-                    sqlx::query(
-                        "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
-                         status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, \
-                         cum_cl100k, cum_chars, cum_chars4, cum_cuts) VALUES ($1, $2, $3, $4, $5, $6, \
-                         $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-                    )
-                    .bind(id)
-                    .bind(r.last_seq)
-                    .bind(&e.client_id)
-                    .bind(e.role)
-                    .bind(&e.content)
-                    .bind(&e.metadata)
-                    .bind(e.status)
-                    .bind(now)
-                    .bind(f.tokens_o200k)
-                    .bind(f.tokens_cl100k)
-                    .bind(f.chars)
-                    .bind(f.flags())
-                    .bind(r.o200k)
-                    .bind(r.cl100k)
-                    .bind(r.chars)
-                    .bind(r.chars4)
-                    .bind(r.cuts)
-                    .execute(&mut *tx)
-                    .await?;
+                    rows.push((e, r.last_seq, r));
                     if let Some(cid) = &e.client_id {
                         batch_ids.insert(cid.as_str(), r.last_seq);
                     }
@@ -926,12 +1282,45 @@ macro_rules! sql_store {
                         duplicate: false,
                     });
                 }
+                // One multi-row INSERT per chunk instead of a statement per message; 17
+                // parameters a row keeps a chunk well under SQLite's 32,766.
+                const ROWS_PER_INSERT: usize = 1000;
+                for chunk in rows.chunks(ROWS_PER_INSERT) {
+                    let mut q = sqlx::QueryBuilder::<$db>::new(
+                        "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
+                         status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, \
+                         cum_cl100k, cum_chars, cum_chars4, cum_cuts) ",
+                    );
+                    q.push_values(chunk, |mut b, (e, seq, run)| {
+                        let f = &e.figures;
+                        b.push_bind(id)
+                            .push_bind(*seq)
+                            .push_bind(e.client_id.as_deref())
+                            .push_bind(e.role)
+                            .push_bind(e.content.as_str())
+                            .push_bind(e.metadata.as_deref())
+                            .push_bind(e.status)
+                            .push_bind(now)
+                            .push_bind(f.tokens_o200k)
+                            .push_bind(f.tokens_cl100k)
+                            .push_bind(f.chars)
+                            .push_bind(f.flags())
+                            .push_bind(run.o200k)
+                            .push_bind(run.cl100k)
+                            .push_bind(run.chars)
+                            .push_bind(run.chars4)
+                            .push_bind(run.cuts);
+                    });
+                    q.build().execute(&mut *tx).await?;
+                }
                 // A batch of retries writes nothing.
                 if r.last_seq != before {
                     if r.current_windows > 0 {
                         Self::advance_stable(&mut *tx, id, before, r.last_seq, &added).await?;
                     }
-                    Self::save_running(&mut tx, id, &r).await?;
+                    if has_client_ids {
+                        Self::save_running(&mut tx, id, &r).await?;
+                    }
                 }
                 tx.commit().await?;
                 Ok(out)
@@ -1058,97 +1447,20 @@ macro_rules! sql_store {
                 id: &str,
                 policy: &Policy,
             ) -> Result<Window, StoreError> {
+                Ok(self.conversation_window(tenant, id, policy).await?.1)
+            }
+
+            async fn conversation_window(
+                &self,
+                tenant: &str,
+                id: &str,
+                policy: &Policy,
+            ) -> Result<(Conversation, Window), StoreError> {
                 check_key(tenant, id)?;
-                // One snapshot: totals, system messages and history agree even while other
-                // connections append.
-                let mut tx = self.pool.begin_with($read).await?;
-                let conn: &mut <$db as sqlx::Database>::Connection = &mut tx;
-                let snap = Self::snapshot(conn, tenant, id).await?;
-                let bounds = WindowBounds::for_policy(policy, &snap.totals);
-                // Starts selection never walks past: the turn limit's (one turn further back,
-                // so the unit that breaks the limit is read too) and the stable window's.
-                let mut floor = match bounds.min_cut {
-                    Some(c) => Self::cut_start(conn, id, c).await?,
-                    None => 0,
-                };
-                let stable_key = if policy.trim == TrimMode::Stable {
-                    StableKey::of(policy)
-                } else {
-                    None
-                };
-                let (stable_start, save) = match &stable_key {
-                    Some(key) => {
-                        let (s, save) = Self::stable_start(conn, id, key, snap.last_seq).await?;
-                        (Some(s), save)
-                    }
-                    None => (None, None),
-                };
-                if let Some(s) = stable_start {
-                    floor = floor.max(s);
+                if let Some(found) = self.window_fast(tenant, id, policy).await? {
+                    return Ok(found);
                 }
-                let mut start = floor;
-                for (column, threshold) in &bounds.budgets {
-                    start = start.max(Self::budget_start(conn, id, column, *threshold).await?);
-                }
-
-                let system_rows: Vec<(i64, String)> = if !snap.has_system {
-                    Vec::new()
-                } else {
-                    sqlx::query_as(
-                        "SELECT seq, content FROM messages WHERE conversation_id = $1 \
-                         AND role = 'system' ORDER BY seq",
-                    )
-                    .bind(id)
-                    .fetch_all(&mut *conn)
-                    .await?
-                };
-                let system_count = system_rows.len();
-                let mut system_parts = Vec::with_capacity(system_count);
-                for (seq, content) in system_rows {
-                    let m = decode_message(seq, "system", &content, None, None)?;
-                    let text = recall_core::context::system_text(&m);
-                    // As recall-core gathers them: blank parts are left out.
-                    if !text.trim().is_empty() {
-                        system_parts.push(text);
-                    }
-                }
-
-                let mut messages = Self::history(conn, id, start, i64::MAX, policy.tokenizer).await?;
-                // Budgets cut by stored figures, which are those of whole messages. Selection
-                // drops unmatched tool blocks (a tool call never answered), and a repaired
-                // message costs less than its figures: when the walk gets back to the start
-                // of what was read with every limit holding, older messages may fit too. Read
-                // further back, as far as the remaining room reaches, until the walk stops
-                // inside what was read.
-                while start > floor {
-                    let Some(stats) = walk_reaches_start(&messages, policy) else {
-                        break;
-                    };
-                    let mut next = floor;
-                    for (column, max, kept) in budgets(policy, &stats) {
-                        let before = Self::total_before(conn, id, column, start).await?;
-                        let threshold = before - (max - kept);
-                        next = next.max(Self::budget_start(conn, id, column, threshold).await?);
-                    }
-                    let mut older =
-                        Self::history(conn, id, next, start, policy.tokenizer).await?;
-                    older.append(&mut messages);
-                    messages = older;
-                    start = next;
-                }
-                tx.commit().await?;
-
-                if let (Some(key), Some(save)) = (&stable_key, &save) {
-                    self.save_stable(tenant, id, key, save, &snap).await?;
-                }
-                let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
-                let older = history_count.saturating_sub(messages.len());
-                Ok(Window {
-                    system_parts,
-                    messages,
-                    older,
-                    stable_start,
-                })
+                self.window_in_tx(tenant, id, policy).await
             }
 
             async fn ping(&self) -> Result<(), StoreError> {
@@ -1352,8 +1664,11 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
+        // One connection is kept open (and its statement cache warm) after a quiet spell, so
+        // that a request after an idle period does not pay for opening the file again.
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            .min_connections(1)
             .connect_with(opts)
             .await?;
         let since = std::time::Instant::now();
@@ -1408,8 +1723,10 @@ impl PgStore {
     /// sqlx takes an advisory lock).
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
         let opts = PgConnectOptions::from_str(url)?;
+        // As for SQLite: a connection (with its prepared statements) survives idle spells.
         let pool = PgPoolOptions::new()
             .max_connections(8)
+            .min_connections(1)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(opts)
             .await?;

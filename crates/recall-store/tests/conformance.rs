@@ -1066,6 +1066,67 @@ async fn orphan_tool_use_does_not_shrink_window(s: &dyn Store) {
     }
 }
 
+/// The conversation read with its window is the conversation and the window read apart: with
+/// no messages, with system messages, and for every kind of limit.
+async fn conversation_window_agrees(s: &dyn Store) {
+    let new = NewConversation {
+        system_prompt: Some("be brief".into()),
+        ..NewConversation::default()
+    };
+    let id = s.create_conversation(T, new).await.unwrap().id;
+    let (conv, w) = s
+        .conversation_window(T, &id, &Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(conv, s.get_conversation(T, &id).await.unwrap());
+    assert!(w.messages.is_empty() && w.system_parts.is_empty() && w.older == 0);
+    let mut msgs = vec![Message::text(Role::System, "rule one")];
+    for i in 0..40 {
+        msgs.push(user(&format!("question {i}")));
+        msgs.push(assistant(&format!(
+            "answer {i} with a few more words in it"
+        )));
+    }
+    msgs.push(Message::text(Role::System, "rule two"));
+    s.append(T, &id, complete(msgs)).await.unwrap();
+    let policies = [
+        Policy::default(),
+        Policy {
+            max_tokens: Some(100),
+            ..Policy::default()
+        },
+        Policy {
+            max_chars: Some(300),
+            max_turns: Some(3),
+            ..Policy::default()
+        },
+        Policy {
+            max_tokens: Some(120),
+            trim: TrimMode::Stable,
+            ..Policy::default()
+        },
+    ];
+    for p in &policies {
+        let (conv, w) = s.conversation_window(T, &id, p).await.unwrap();
+        assert_eq!(conv, s.get_conversation(T, &id).await.unwrap(), "{p:?}");
+        let apart = s.context_window(T, &id, p).await.unwrap();
+        assert_eq!(w.system_parts, vec!["rule one", "rule two"], "{p:?}");
+        assert_eq!(w.system_parts, apart.system_parts, "{p:?}");
+        assert_eq!(w.older, apart.older, "{p:?}");
+        assert_eq!(w.stable_start, apart.stable_start, "{p:?}");
+        let seqs =
+            |w: &recall_store::Window| w.messages.iter().map(|h| h.index).collect::<Vec<_>>();
+        assert_eq!(seqs(&w), seqs(&apart), "{p:?}");
+        assert_eq!(w.older + w.messages.len(), 80, "{p:?}");
+        check_window(s, T, &id, p, "conversation_window").await;
+    }
+    assert_not_found(
+        s.conversation_window("other", &id, &Policy::default())
+            .await,
+        "conversation_window of another tenant",
+    );
+}
+
 /// The store reads a window whose size follows the budget, not the conversation.
 async fn context_window_is_bounded(s: &dyn Store) {
     let id = new_conv(s).await;
@@ -1357,6 +1418,7 @@ suite!(
     context_window_matches_memory,
     orphan_tool_use_does_not_shrink_window,
     context_window_is_bounded,
+    conversation_window_agrees,
 );
 
 /// Tests that also read tables directly.
