@@ -74,8 +74,17 @@ fn crash_worker() {
 /// A child's report: (seq, client id) of every acknowledged message, in order.
 type Report = Vec<(i64, String)>;
 
-/// Runs one child from message `from` and kills it `delay` after it is ready.
-fn run_and_kill(url: &str, conv: &str, from: u64, delay: Duration) -> Report {
+/// Runs one child from message `from` and kills it `delay` after it is ready, or, with
+/// `after_first_commit`, `delay` after it acknowledged its first append (so that, however
+/// slow the machine, those rounds kill a child that has appends in flight after acknowledged
+/// ones).
+fn run_and_kill(
+    url: &str,
+    conv: &str,
+    from: u64,
+    delay: Duration,
+    after_first_commit: bool,
+) -> Report {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["crash_worker", "--exact", "--nocapture", "--test-threads=1"])
         .env(URL, url)
@@ -86,6 +95,7 @@ fn run_and_kill(url: &str, conv: &str, from: u64, delay: Duration) -> Report {
         .expect("spawn crash worker");
     let stdout = child.stdout.take().unwrap();
     let (ready_tx, ready_rx) = mpsc::channel();
+    let (commit_tx, commit_rx) = mpsc::channel();
     // Read continuously (a full pipe would stall the child) and keep whole lines only: a line
     // cut by the kill is not a report.
     let reader = std::thread::spawn(move || {
@@ -103,6 +113,7 @@ fn run_and_kill(url: &str, conv: &str, from: u64, delay: Duration) -> Report {
             } else if let Some(rest) = l.strip_prefix("committed ") {
                 let (seq, cid) = rest.split_once(' ').expect("committed line");
                 report.push((seq.parse().expect("seq"), cid.to_string()));
+                let _ = commit_tx.send(());
             }
         }
         report
@@ -111,6 +122,11 @@ fn run_and_kill(url: &str, conv: &str, from: u64, delay: Duration) -> Report {
         let _ = child.kill();
         let status = child.wait().unwrap();
         panic!("crash worker never became ready ({status})");
+    }
+    if after_first_commit && commit_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        panic!("crash worker never acknowledged an append ({status})");
     }
     // The random kill point (not a synchronisation: any moment is a valid one).
     std::thread::sleep(delay);
@@ -188,9 +204,14 @@ where
         let delay = Duration::from_millis(rng.range(0, 50));
         let url = url.to_string();
         let conv2 = conv.clone();
-        let report = tokio::task::spawn_blocking(move || run_and_kill(&url, &conv2, from, delay))
-            .await
-            .unwrap();
+        // Odd rounds kill only after a first acknowledged append; even rounds at any moment
+        // after start-up, including before the first commit.
+        let after_first = round % 2 == 1;
+        let report = tokio::task::spawn_blocking(move || {
+            run_and_kill(&url, &conv2, from, delay, after_first)
+        })
+        .await
+        .unwrap();
         if let Some((_, cid)) = report.last() {
             from = cid[1..].parse::<u64>().unwrap() + 1;
         }
@@ -205,8 +226,9 @@ where
         }
         stored = now;
     }
+    // Guaranteed by the odd rounds; checked so a broken worker cannot pass silently.
     assert!(
-        reported.len() > iterations,
+        reported.len() >= iterations / 2,
         "too few appends were acknowledged ({}) for the test to mean anything",
         reported.len()
     );
