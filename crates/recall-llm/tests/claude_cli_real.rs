@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use recall_llm::{ApiKey, Backend, ClaudeCliBackend, ClaudeCliConfig, ReplyStatus};
-use recall_testkit::require_claude;
+use recall_testkit::{claude_offline_env, require_claude};
 use serde_json::{json, Value};
 use support::anthropic::{
     block_start, message_delta, message_json, message_start, message_stop, ping, text_delta,
@@ -102,26 +102,12 @@ async fn real_claude_sends_the_history_and_streams_the_reply() {
     let server = FakeServer::start(handler()).await;
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let home_str = home.path().display().to_string();
     let cfg = ClaudeCliConfig {
         claude_path: claude,
         api_key: Some(ApiKey::new("test")),
         timeout: Some(Duration::from_secs(120)),
         working_dir: Some(work.path().to_path_buf()),
-        env: [
-            ("ANTHROPIC_BASE_URL", server.base_url()),
-            ("CLAUDE_CONFIG_DIR", home_str.clone()),
-            ("HOME", home_str),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-            ("DISABLE_TELEMETRY", "1".into()),
-            ("DISABLE_ERROR_REPORTING", "1".into()),
-            ("DISABLE_AUTOUPDATER", "1".into()),
-            ("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1".into()),
-            ("CLAUDE_CODE_ATTRIBUTION_HEADER", "0".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect(),
+        env: claude_offline_env(&server.base_url(), home.path()),
         ..ClaudeCliConfig::default()
     };
     let mut req = three_turns();
@@ -209,24 +195,16 @@ async fn real_claude_auth_failure_is_cli_auth() {
     }))
     .await;
     let home = tempfile::tempdir().unwrap();
-    let home_str = home.path().display().to_string();
     let cfg = ClaudeCliConfig {
         claude_path: claude,
         api_key: Some(ApiKey::new("sk-ant-wrong-key-000000")),
         timeout: Some(Duration::from_secs(120)),
         working_dir: Some(home.path().to_path_buf()),
-        env: [
-            ("ANTHROPIC_BASE_URL", server.base_url()),
-            ("CLAUDE_CONFIG_DIR", home_str.clone()),
-            ("HOME", home_str),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-            ("DISABLE_TELEMETRY", "1".into()),
-            ("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1".into()),
-            ("CLAUDE_CODE_MAX_RETRIES", "0".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect(),
+        env: {
+            let mut env = claude_offline_env(&server.base_url(), home.path());
+            env.push(("CLAUDE_CODE_MAX_RETRIES".into(), "0".into()));
+            env
+        },
         ..ClaudeCliConfig::default()
     };
     let events = drain(
