@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 db="${RECALL_DB:-${TMPDIR:-/tmp}/recall-demo.db}"
 cargo build --release -q -p recall-cli
-recall=target/release/recall
+recall="${CARGO_TARGET_DIR:-target}/release/recall"
 id=$("$recall" import --db "$db" examples/conversation.json --title "Demo")
 "$recall" append --db "$db" "$id" --role assistant --content "You said you're building a FastAPI app." >/dev/null
 "$recall" append --db "$db" "$id" --role user --content "Right. What was the refund window?" >/dev/null
