@@ -18,6 +18,9 @@ pub enum StoreError {
     /// The database failed or could not be reached.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// The database failed, on the SQLite store's direct connections (the hot paths).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     /// Migrations failed.
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

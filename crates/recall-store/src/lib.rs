@@ -3,7 +3,9 @@
 //! One [`Store`] trait, two implementations on sqlx: [`SqliteStore`] (the embedded default:
 //! one file, WAL) and [`PgStore`] (several recall processes may share one database). Both run
 //! the same SQL (sqlx's SQLite driver reads `$N` placeholders) and pass one conformance suite
-//! (`tests/conformance.rs`).
+//! (`tests/conformance.rs`). On SQLite, the context read and the append run that SQL with
+//! rusqlite on the calling thread instead (`sql/direct.rs`: sqlx's hand-off to a worker thread
+//! cost more than the statements).
 //!
 //! What the store guarantees:
 //! - `seq` is strictly increasing and gapless per conversation; appends are serialised per

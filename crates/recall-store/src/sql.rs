@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -27,6 +28,8 @@ use crate::model::{
 };
 use crate::window::{cum_column, StableKey, Totals, Window, WindowBounds};
 use crate::Store;
+
+mod direct;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -58,19 +61,98 @@ fn decode_message(
     role: &str,
     content: &str,
     client_id: Option<String>,
-    metadata: Option<String>,
+    metadata: Option<&str>,
 ) -> Result<Message, StoreError> {
     let mut m = parse_stored(role, content, seq.max(0) as usize)
         .map_err(|w| StoreError::Corrupt(format!("message {seq}: {w}")))?;
     m.id = client_id;
     m.metadata = match metadata {
         None => None,
-        Some(s) => match serde_json::from_str(&s) {
+        Some(s) => match serde_json::from_str(s) {
             Ok(Value::Object(o)) => Some(o),
             _ => return Err(StoreError::Corrupt(format!("message {seq} metadata"))),
         },
     };
     Ok(m)
+}
+
+/// The columns of a `conversations` row (`CONVERSATION_COLUMNS`), as either driver reads them.
+struct ConversationColumns<'a> {
+    id: String,
+    tenant: String,
+    title: Option<String>,
+    system_prompt: Option<String>,
+    metadata: &'a str,
+    policy: Option<&'a str>,
+    created_at: i64,
+    updated_at: i64,
+    message_count: i64,
+    last_seq: i64,
+    total_tokens: i64,
+}
+
+impl ConversationColumns<'_> {
+    fn decode(self) -> Result<Conversation, StoreError> {
+        Ok(Conversation {
+            id: self.id,
+            tenant: self.tenant,
+            title: self.title,
+            system_prompt: self.system_prompt,
+            metadata: parse_object(self.metadata, "conversation metadata")?,
+            policy: match self.policy {
+                None => None,
+                Some(p) => Some(
+                    serde_json::from_str(p)
+                        .map_err(|_| StoreError::Corrupt("conversation policy".into()))?,
+                ),
+            },
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            message_count: self.message_count,
+            last_seq: self.last_seq,
+            total_tokens: self.total_tokens,
+        })
+    }
+}
+
+/// The columns of a `messages` row (`MESSAGE_COLUMNS`), as either driver reads them.
+struct MessageColumns<'a> {
+    seq: i64,
+    role: &'a str,
+    content: &'a str,
+    client_id: Option<String>,
+    metadata: Option<&'a str>,
+    status: &'a str,
+    created_at: i64,
+    tokens_o200k: i64,
+    tokens_cl100k: i64,
+    chars: i64,
+    flags: i64,
+}
+
+impl MessageColumns<'_> {
+    fn decode(self) -> Result<StoredMessage, StoreError> {
+        let message = decode_message(
+            self.seq,
+            self.role,
+            self.content,
+            self.client_id,
+            self.metadata,
+        )?;
+        Ok(StoredMessage {
+            seq: self.seq,
+            message,
+            status: parse_status(self.status)?,
+            created_at: self.created_at,
+            figures: Figures {
+                tokens_o200k: self.tokens_o200k,
+                tokens_cl100k: self.tokens_cl100k,
+                chars: self.chars,
+                ..Figures::default()
+            }
+            .with_flags(self.flags),
+        })
+    }
 }
 
 fn parse_object(s: &str, what: &str) -> Result<Map<String, Value>, StoreError> {
@@ -150,6 +232,26 @@ fn encode(m: &NewMessage, figures: Figures) -> Encoded {
         figures,
     }
 }
+
+/// Encodes, checks and measures a batch before anything is written.
+fn encode_batch(messages: &[NewMessage]) -> Result<Vec<Encoded>, StoreError> {
+    let mut encoded: Vec<Encoded> = messages
+        .iter()
+        .map(|m| encode(m, Figures::default()))
+        .collect();
+    for (n, (e, m)) in encoded.iter().zip(messages).enumerate() {
+        validate(e, &m.message, n)?;
+    }
+    for (e, f) in encoded.iter_mut().zip(figures_of(messages)) {
+        e.figures = f;
+    }
+    Ok(encoded)
+}
+
+/// The columns every message row is written with, in the order of the values that follow.
+const INSERT_MESSAGE_PREFIX: &str = "INSERT INTO messages (conversation_id, seq, client_id, role, \
+     content, metadata, status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, \
+     cum_cl100k, cum_chars, cum_chars4, cum_cuts) ";
 
 /// Measures messages, on every core for large batches (token counting dominates an import).
 fn figures_of(messages: &[NewMessage]) -> Vec<Figures> {
@@ -318,7 +420,18 @@ fn budget_start_sql(column: &str, threshold: &str) -> String {
 /// (15–25): one row of the conversation (message columns NULL), one per message (the others
 /// NULL), in no particular order.
 /// The CTEs are materialized so that each probe runs once, not once per reference.
-fn fast_window_sql(t: Tokenizer) -> String {
+fn fast_window_sql(t: Tokenizer) -> &'static str {
+    // Built once per tokenizer: the text is the statement caches' key.
+    static SQL: [OnceLock<String>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = match t {
+        Tokenizer::O200k => 0,
+        Tokenizer::Cl100k => 1,
+        Tokenizer::Chars4 => 2,
+    };
+    SQL[slot].get_or_init(|| build_fast_window_sql(t))
+}
+
+fn build_fast_window_sql(t: Tokenizer) -> String {
     let cum_tokens = cum_column(t);
     let total_tokens = cum_tokens.replacen("cum_", "total_", 1);
     let budget_tokens = budget_start_sql(cum_tokens, "c.total_tok - $3");
@@ -357,6 +470,169 @@ fn fast_window_sql(t: Tokenizer) -> String {
          WHERE conversation_id = $1 AND role <> 'system' AND seq >= (SELECT start FROM s) \
          AND seq <= (SELECT last_seq FROM s)"
     )
+}
+
+/// The parameters of [`fast_window_sql`] for a policy.
+struct FastParams {
+    max_tokens: i64,
+    max_chars: i64,
+    max_turns: i64,
+    /// The stable window's key; empty (no stored key is) without one.
+    key: String,
+    stable: bool,
+}
+
+impl FastParams {
+    fn of(policy: &Policy) -> FastParams {
+        let stable_key = if policy.trim == TrimMode::Stable {
+            StableKey::of(policy)
+        } else {
+            None
+        };
+        let unbounded = i64::MAX;
+        let limit = |v: Option<u64>| v.map_or(unbounded, |m| m.min(i64::MAX as u64) as i64);
+        // Budgets are only probed without per-message caps (see `WindowBounds`); an unbounded
+        // limit makes its threshold negative, which the SQL reads as "no probe".
+        let (max_tokens, max_chars) = if policy.has_caps() {
+            (unbounded, unbounded)
+        } else {
+            (limit(policy.max_tokens), limit(policy.max_chars))
+        };
+        FastParams {
+            max_tokens,
+            max_chars,
+            max_turns: policy
+                .max_turns
+                .map_or(unbounded, |n| n.min(i64::MAX as usize) as i64),
+            stable: stable_key.is_some(),
+            key: stable_key.map(|k| k.key()).unwrap_or_default(),
+        }
+    }
+}
+
+/// What [`fast_window_sql`] returned, decoded (by either driver).
+struct FastRead {
+    conv: Conversation,
+    /// The stable window's start and last seq, when one is stored.
+    st_start: Option<i64>,
+    st_last: Option<i64>,
+    turn_floor: i64,
+    start: i64,
+    /// The messages read, in no particular order.
+    stored: Vec<StoredMessage>,
+}
+
+/// The window of a one-statement read, or `None` when that read cannot finish the job: a
+/// stable window whose state is missing or behind (it must be caught up and saved), or a
+/// selection whose repairs leave room for older messages.
+fn finish_fast_window(
+    read: FastRead,
+    policy: &Policy,
+    p: &FastParams,
+) -> Option<(Conversation, Window)> {
+    let FastRead {
+        conv,
+        st_start,
+        st_last,
+        turn_floor,
+        start,
+        mut stored,
+    } = read;
+    let stable_start = if p.stable {
+        match (st_start, st_last) {
+            (Some(s), Some(seen)) if seen >= conv.last_seq => Some(s),
+            _ => return None,
+        }
+    } else {
+        None
+    };
+    let floor = turn_floor.max(stable_start.unwrap_or(0));
+    stored.sort_unstable_by_key(|m| m.seq);
+    let mut system_parts = Vec::new();
+    let mut system_count = 0;
+    let mut messages = Vec::with_capacity(stored.len());
+    for m in stored {
+        if m.message.role == Role::System {
+            system_count += 1;
+            let text = recall_core::context::system_text(&m.message);
+            // As recall-core gathers them: blank parts are left out.
+            if !text.trim().is_empty() {
+                system_parts.push(text);
+            }
+        } else {
+            messages.push(HistoryMessage {
+                index: m.seq.max(0) as usize,
+                measure: m.figures.measure(policy.tokenizer),
+                message: m.message,
+            });
+        }
+    }
+    if start > floor && walk_reaches_start(&messages, policy).is_some() {
+        return None;
+    }
+    let history_count = (conv.message_count.max(0) as usize).saturating_sub(system_count);
+    let older = history_count.saturating_sub(messages.len());
+    Some((
+        conv,
+        Window {
+            system_parts,
+            messages,
+            older,
+            stable_start,
+        },
+    ))
+}
+
+/// The rows an append writes, once the conversation is locked: each message's seq and the
+/// running totals after it, the outcome for every message (a client id seen before, in the
+/// store or earlier in the batch, is a duplicate and writes nothing), and the figures of the
+/// history messages written (for the stable windows).
+struct AppendPlan {
+    /// (index into the batch, seq, running totals after it).
+    rows: Vec<(usize, i64, Running)>,
+    out: Vec<Appended>,
+    added: Vec<Figures>,
+}
+
+fn plan_appends(
+    encoded: &[Encoded],
+    r: &mut Running,
+    seen: &std::collections::HashMap<String, i64>,
+) -> AppendPlan {
+    let mut plan = AppendPlan {
+        rows: Vec::with_capacity(encoded.len()),
+        out: Vec::with_capacity(encoded.len()),
+        added: Vec::new(),
+    };
+    let mut batch_ids: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+    for (i, e) in encoded.iter().enumerate() {
+        if let Some(cid) = &e.client_id {
+            let first = batch_ids
+                .get(cid.as_str())
+                .or_else(|| seen.get(cid.as_str()));
+            if let Some(&seq) = first {
+                plan.out.push(Appended {
+                    seq,
+                    duplicate: true,
+                });
+                continue;
+            }
+        }
+        r.last_seq += 1;
+        r.add(&e.figures, e.role);
+        plan.rows.push((i, r.last_seq, *r));
+        if let Some(cid) = &e.client_id {
+            batch_ids.insert(cid.as_str(), r.last_seq);
+        }
+        if e.role != Role::System.as_str() {
+            plan.added.push(e.figures);
+        }
+        plan.out.push(Appended {
+            seq: r.last_seq,
+            duplicate: false,
+        });
+    }
+    plan
 }
 
 macro_rules! sql_store {
@@ -502,28 +778,90 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            /// Writes an encoded batch through sqlx in one transaction.
+            async fn write_appends_sqlx(
+                &self,
+                tenant: &str,
+                id: &str,
+                encoded: &[Encoded],
+            ) -> Result<Vec<Appended>, StoreError> {
+                let has_client_ids = encoded.iter().any(|e| e.client_id.is_some());
+                let mut tx = self.pool.begin_with($begin).await?;
+                // Without client ids every message is written, so the new totals are known
+                // before the lock: one `UPDATE … RETURNING` takes the lock and moves the
+                // totals. With client ids, which messages are written is known only under
+                // the lock: lock, read, then save the totals.
+                let mut r = if has_client_ids {
+                    Self::lock_running(&mut tx, tenant, id).await?
+                } else {
+                    Self::reserve_running(&mut tx, tenant, id, encoded).await?
+                };
+                let before = r.last_seq;
+                let seen = if has_client_ids {
+                    Self::seen_client_ids(&mut tx, id, encoded).await?
+                } else {
+                    std::collections::HashMap::new()
+                };
+                let plan = plan_appends(encoded, &mut r, &seen);
+                let now = now_ms();
+                // One multi-row INSERT per chunk instead of a statement per message; 17
+                // parameters a row keeps a chunk well under SQLite's 32,766.
+                const ROWS_PER_INSERT: usize = 1000;
+                for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
+                    let mut q = sqlx::QueryBuilder::<$db>::new(INSERT_MESSAGE_PREFIX);
+                    q.push_values(chunk, |mut b, (i, seq, run)| {
+                        let e = &encoded[*i];
+                        let f = &e.figures;
+                        b.push_bind(id)
+                            .push_bind(*seq)
+                            .push_bind(e.client_id.as_deref())
+                            .push_bind(e.role)
+                            .push_bind(e.content.as_str())
+                            .push_bind(e.metadata.as_deref())
+                            .push_bind(e.status)
+                            .push_bind(now)
+                            .push_bind(f.tokens_o200k)
+                            .push_bind(f.tokens_cl100k)
+                            .push_bind(f.chars)
+                            .push_bind(f.flags())
+                            .push_bind(run.o200k)
+                            .push_bind(run.cl100k)
+                            .push_bind(run.chars)
+                            .push_bind(run.chars4)
+                            .push_bind(run.cuts);
+                    });
+                    q.build().execute(&mut *tx).await?;
+                }
+                // A batch of retries writes nothing.
+                if r.last_seq != before {
+                    if r.current_windows > 0 {
+                        Self::advance_stable(&mut *tx, id, before, r.last_seq, &plan.added).await?;
+                    }
+                    if has_client_ids {
+                        Self::save_running(&mut tx, id, &r).await?;
+                    }
+                }
+                tx.commit().await?;
+                Ok(plan.out)
+            }
+
             fn conversation_from_row(row: &<$db as sqlx::Database>::Row) -> Result<Conversation, StoreError> {
                 let metadata: String = row.try_get(4)?;
                 let policy: Option<String> = row.try_get(5)?;
-                Ok(Conversation {
+                ConversationColumns {
                     id: row.try_get(0)?,
                     tenant: row.try_get(1)?,
                     title: row.try_get(2)?,
                     system_prompt: row.try_get(3)?,
-                    metadata: parse_object(&metadata, "conversation metadata")?,
-                    policy: match policy {
-                        None => None,
-                        Some(p) => Some(
-                            serde_json::from_str(&p)
-                                .map_err(|_| StoreError::Corrupt("conversation policy".into()))?,
-                        ),
-                    },
+                    metadata: &metadata,
+                    policy: policy.as_deref(),
                     created_at: row.try_get(6)?,
                     updated_at: row.try_get(7)?,
                     message_count: row.try_get(8)?,
                     last_seq: row.try_get(9)?,
                     total_tokens: row.try_get(10)?,
-                })
+                }
+                .decode()
             }
 
             fn stored_from_row(row: &<$db as sqlx::Database>::Row) -> Result<StoredMessage, StoreError> {
@@ -533,26 +871,24 @@ macro_rules! sql_store {
             /// A message from the `MESSAGE_COLUMNS` starting at column `o` (the fast context
             /// read puts conversation columns before them).
             fn stored_at(row: &<$db as sqlx::Database>::Row, o: usize) -> Result<StoredMessage, StoreError> {
-                let seq: i64 = row.try_get(o)?;
                 let role: String = row.try_get(o + 1)?;
                 let content: String = row.try_get(o + 2)?;
-                let message =
-                    decode_message(seq, &role, &content, row.try_get(o + 3)?, row.try_get(o + 4)?)?;
+                let metadata: Option<String> = row.try_get(o + 4)?;
                 let status: String = row.try_get(o + 5)?;
-                let flags: i64 = row.try_get(o + 10)?;
-                Ok(StoredMessage {
-                    seq,
-                    message,
-                    status: parse_status(&status)?,
+                MessageColumns {
+                    seq: row.try_get(o)?,
+                    role: &role,
+                    content: &content,
+                    client_id: row.try_get(o + 3)?,
+                    metadata: metadata.as_deref(),
+                    status: &status,
                     created_at: row.try_get(o + 6)?,
-                    figures: Figures {
-                        tokens_o200k: row.try_get(o + 7)?,
-                        tokens_cl100k: row.try_get(o + 8)?,
-                        chars: row.try_get(o + 9)?,
-                        ..Figures::default()
-                    }
-                    .with_flags(flags),
-                })
+                    tokens_o200k: row.try_get(o + 7)?,
+                    tokens_cl100k: row.try_get(o + 8)?,
+                    chars: row.try_get(o + 9)?,
+                    flags: row.try_get(o + 10)?,
+                }
+                .decode()
             }
 
             /// The conversation row as the read transaction sees it.
@@ -832,41 +1168,24 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            /// The context read as one statement (see [`fast_window_sql`]): one snapshot on
-            /// both databases without `BEGIN`/`COMMIT`. `None` when that read cannot finish
-            /// the job: a stable window whose state is missing or behind (it must be caught
-            /// up and saved), or a selection whose repairs leave room for older messages.
-            async fn window_fast(
+            /// The one-statement context read (see [`fast_window_sql`]) through sqlx; its
+            /// result is interpreted by [`finish_fast_window`]. (SQLite reads through its
+            /// direct connections instead.)
+            #[allow(dead_code)]
+            async fn window_fast_sqlx(
                 &self,
                 tenant: &str,
                 id: &str,
                 policy: &Policy,
             ) -> Result<Option<(Conversation, Window)>, StoreError> {
-                let stable_key = if policy.trim == TrimMode::Stable {
-                    StableKey::of(policy)
-                } else {
-                    None
-                };
-                let unbounded = i64::MAX;
-                let limit = |v: Option<u64>| v.map_or(unbounded, |m| m.min(i64::MAX as u64) as i64);
-                // Budgets are only probed without per-message caps (see `WindowBounds`); an
-                // unbounded limit makes its threshold negative, which the SQL reads as "no
-                // probe".
-                let (max_tokens, max_chars) = if policy.has_caps() {
-                    (unbounded, unbounded)
-                } else {
-                    (limit(policy.max_tokens), limit(policy.max_chars))
-                };
-                let max_turns = policy.max_turns.map_or(unbounded, |n| n.min(i64::MAX as usize) as i64);
-                // No stored key is empty: without a stable window the probe finds nothing.
-                let key = stable_key.map(|k| k.key()).unwrap_or_default();
-                let rows = sqlx::query(&fast_window_sql(policy.tokenizer))
+                let p = FastParams::of(policy);
+                let rows = sqlx::query(fast_window_sql(policy.tokenizer))
                     .bind(id)
                     .bind(tenant)
-                    .bind(max_tokens)
-                    .bind(max_chars)
-                    .bind(max_turns)
-                    .bind(&key)
+                    .bind(p.max_tokens)
+                    .bind(p.max_chars)
+                    .bind(p.max_turns)
+                    .bind(&p.key)
                     .fetch_all(&self.pool)
                     .await?;
                 // The conversation's row: its id is never NULL. Without it, no other row
@@ -881,19 +1200,6 @@ macro_rules! sql_store {
                 let Some(first) = header else {
                     return Err(StoreError::ConversationNotFound(id.to_string()));
                 };
-                let conv = Self::conversation_from_row(first)?;
-                let st_start: Option<i64> = first.try_get(11)?;
-                let st_last: Option<i64> = first.try_get(12)?;
-                let turn_floor: i64 = first.try_get(13)?;
-                let start: i64 = first.try_get(14)?;
-                let stable_start = match stable_key {
-                    Some(_) => match (st_start, st_last) {
-                        (Some(s), Some(seen)) if seen >= conv.last_seq => Some(s),
-                        _ => return Ok(None),
-                    },
-                    None => None,
-                };
-                let floor = turn_floor.max(stable_start.unwrap_or(0));
                 let mut stored = Vec::with_capacity(rows.len());
                 for row in &rows {
                     // The conversation's row has no message.
@@ -901,40 +1207,15 @@ macro_rules! sql_store {
                         stored.push(Self::stored_at(row, 15)?);
                     }
                 }
-                stored.sort_unstable_by_key(|m| m.seq);
-                let mut system_parts = Vec::new();
-                let mut system_count = 0;
-                let mut messages = Vec::with_capacity(stored.len());
-                for m in stored {
-                    if m.message.role == Role::System {
-                        system_count += 1;
-                        let text = recall_core::context::system_text(&m.message);
-                        // As recall-core gathers them: blank parts are left out.
-                        if !text.trim().is_empty() {
-                            system_parts.push(text);
-                        }
-                    } else {
-                        messages.push(HistoryMessage {
-                            index: m.seq.max(0) as usize,
-                            measure: m.figures.measure(policy.tokenizer),
-                            message: m.message,
-                        });
-                    }
-                }
-                if start > floor && walk_reaches_start(&messages, policy).is_some() {
-                    return Ok(None);
-                }
-                let history_count = (conv.message_count.max(0) as usize).saturating_sub(system_count);
-                let older = history_count.saturating_sub(messages.len());
-                Ok(Some((
-                    conv,
-                    Window {
-                        system_parts,
-                        messages,
-                        older,
-                        stable_start,
-                    },
-                )))
+                let read = FastRead {
+                    conv: Self::conversation_from_row(first)?,
+                    st_start: first.try_get(11)?,
+                    st_last: first.try_get(12)?,
+                    turn_floor: first.try_get(13)?,
+                    start: first.try_get(14)?,
+                    stored,
+                };
+                Ok(finish_fast_window(read, policy, &p))
             }
 
             /// The context read in one read transaction, with every probe a statement of its
@@ -1225,105 +1506,8 @@ macro_rules! sql_store {
                 if messages.is_empty() {
                     return Ok(Vec::new());
                 }
-                let mut encoded: Vec<Encoded> = messages
-                    .iter()
-                    .map(|m| encode(m, Figures::default()))
-                    .collect();
-                for (n, (e, m)) in encoded.iter().zip(&messages).enumerate() {
-                    validate(e, &m.message, n)?;
-                }
-                for (e, f) in encoded.iter_mut().zip(figures_of(&messages)) {
-                    e.figures = f;
-                }
-                let has_client_ids = encoded.iter().any(|e| e.client_id.is_some());
-                let mut tx = self.pool.begin_with($begin).await?;
-                // Without client ids every message is written, so the new totals are known
-                // before the lock: one `UPDATE … RETURNING` takes the lock and moves the
-                // totals. With client ids, which messages are written is known only under
-                // the lock: lock, read, then save the totals.
-                let mut r = if has_client_ids {
-                    Self::lock_running(&mut tx, tenant, id).await?
-                } else {
-                    Self::reserve_running(&mut tx, tenant, id, &encoded).await?
-                };
-                let before = r.last_seq;
-                let seen = if has_client_ids {
-                    Self::seen_client_ids(&mut tx, id, &encoded).await?
-                } else {
-                    std::collections::HashMap::new()
-                };
-                // The figures of the history messages written, for the stable windows.
-                let mut added: Vec<Figures> = Vec::new();
-                let now = now_ms();
-                let mut out = Vec::with_capacity(encoded.len());
-                let mut batch_ids: std::collections::HashMap<&str, i64> =
-                    std::collections::HashMap::new();
-                // (message, seq, running totals after it) of the rows to write.
-                let mut rows: Vec<(&Encoded, i64, Running)> = Vec::with_capacity(encoded.len());
-                for e in &encoded {
-                    if let Some(cid) = &e.client_id {
-                        let first = batch_ids.get(cid.as_str()).or_else(|| seen.get(cid.as_str()));
-                        if let Some(&seq) = first {
-                            out.push(Appended { seq, duplicate: true });
-                            continue;
-                        }
-                    }
-                    r.last_seq += 1;
-                    r.add(&e.figures, e.role);
-                    rows.push((e, r.last_seq, r));
-                    if let Some(cid) = &e.client_id {
-                        batch_ids.insert(cid.as_str(), r.last_seq);
-                    }
-                    if e.role != Role::System.as_str() {
-                        added.push(e.figures);
-                    }
-                    out.push(Appended {
-                        seq: r.last_seq,
-                        duplicate: false,
-                    });
-                }
-                // One multi-row INSERT per chunk instead of a statement per message; 17
-                // parameters a row keeps a chunk well under SQLite's 32,766.
-                const ROWS_PER_INSERT: usize = 1000;
-                for chunk in rows.chunks(ROWS_PER_INSERT) {
-                    let mut q = sqlx::QueryBuilder::<$db>::new(
-                        "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
-                         status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, \
-                         cum_cl100k, cum_chars, cum_chars4, cum_cuts) ",
-                    );
-                    q.push_values(chunk, |mut b, (e, seq, run)| {
-                        let f = &e.figures;
-                        b.push_bind(id)
-                            .push_bind(*seq)
-                            .push_bind(e.client_id.as_deref())
-                            .push_bind(e.role)
-                            .push_bind(e.content.as_str())
-                            .push_bind(e.metadata.as_deref())
-                            .push_bind(e.status)
-                            .push_bind(now)
-                            .push_bind(f.tokens_o200k)
-                            .push_bind(f.tokens_cl100k)
-                            .push_bind(f.chars)
-                            .push_bind(f.flags())
-                            .push_bind(run.o200k)
-                            .push_bind(run.cl100k)
-                            .push_bind(run.chars)
-                            .push_bind(run.chars4)
-                            .push_bind(run.cuts);
-                    });
-                    q.build().execute(&mut *tx).await?;
-                }
-                // A batch of retries writes nothing.
-                if r.last_seq != before {
-                    if r.current_windows > 0 {
-                        Self::advance_stable(&mut *tx, id, before, r.last_seq, &added).await?;
-                    }
-                    if has_client_ids {
-                        Self::save_running(&mut tx, id, &r).await?;
-                    }
-                }
-                tx.commit().await?;
-                Ok(out)
+                let encoded = encode_batch(&messages)?;
+                self.write_appends(tenant, id, encoded).await
             }
 
             async fn update_message(
@@ -1641,6 +1825,8 @@ fn is_sqlite_busy(e: &sqlx::Error) -> bool {
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// The hot paths' own connections (see [`direct`]).
+    direct: Arc<direct::Direct>,
 }
 
 impl SqliteStore {
@@ -1693,7 +1879,8 @@ impl SqliteStore {
         let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
         SQLITE_MIGRATIONS.run(&mut tx).await?;
         tx.commit().await?;
-        Ok(SqliteStore { pool })
+        let direct = Arc::new(direct::Direct::open(path)?);
+        Ok(SqliteStore { pool, direct })
     }
 }
 
@@ -1706,11 +1893,43 @@ sql_store!(
     "BEGIN IMMEDIATE",
     // A deferred transaction reads one WAL snapshot.
     "BEGIN",
-    "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
-     total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
-     AND stable_windows.last_seq = conversations.last_seq) FROM conversations \
-     WHERE id = $1 AND tenant = $2"
+    SQLITE_LOCK_RUNNING
 );
+
+/// The running totals of conversation `$1` of tenant `$2` and the number of its stable windows
+/// that are current, read by a writer that holds the write lock (SQLite locks the database).
+const SQLITE_LOCK_RUNNING: &str = "SELECT last_seq, message_count, total_o200k, total_cl100k, \
+     total_chars, total_chars4, total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows \
+     WHERE conversation_id = $1 AND stable_windows.last_seq = conversations.last_seq) \
+     FROM conversations WHERE id = $1 AND tenant = $2";
+
+impl SqliteStore {
+    /// The one-statement context read, on the calling thread (see [`direct`]).
+    async fn window_fast(
+        &self,
+        tenant: &str,
+        id: &str,
+        policy: &Policy,
+    ) -> Result<Option<(Conversation, Window)>, StoreError> {
+        self.direct.window_fast(tenant, id, policy)
+    }
+
+    /// Appends on the direct writer; a conversation with stable windows to advance takes the
+    /// sqlx path, which carries that logic.
+    async fn write_appends(
+        &self,
+        tenant: &str,
+        id: &str,
+        encoded: Vec<Encoded>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        match direct::append(&self.direct, tenant, id, encoded).await? {
+            direct::Appending::Done(out) => Ok(out),
+            direct::Appending::NeedsStableWindows(encoded) => {
+                self.write_appends_sqlx(tenant, id, &encoded).await
+            }
+        }
+    }
+}
 
 /// PostgreSQL: several recall processes may share one database.
 #[derive(Debug, Clone)]
@@ -1732,6 +1951,26 @@ impl PgStore {
             .await?;
         POSTGRES_MIGRATIONS.run(&pool).await?;
         Ok(PgStore { pool })
+    }
+}
+
+impl PgStore {
+    async fn window_fast(
+        &self,
+        tenant: &str,
+        id: &str,
+        policy: &Policy,
+    ) -> Result<Option<(Conversation, Window)>, StoreError> {
+        self.window_fast_sqlx(tenant, id, policy).await
+    }
+
+    async fn write_appends(
+        &self,
+        tenant: &str,
+        id: &str,
+        encoded: Vec<Encoded>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        self.write_appends_sqlx(tenant, id, &encoded).await
     }
 }
 
