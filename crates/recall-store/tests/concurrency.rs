@@ -211,6 +211,68 @@ async fn postgres_many_tasks() {
     many_tasks(db.store.clone()).await;
 }
 
+fn partial(message: Message) -> NewMessage {
+    NewMessage {
+        status: recall_store::MessageStatus::Partial,
+        ..NewMessage::complete(message)
+    }
+}
+
+/// SQLite appends run on their own connection (rusqlite) and other writes on sqlx's: on a
+/// current-thread runtime, an append that waited for the write lock on the runtime's only
+/// thread would stall the sqlx transaction holding it (its task needs that thread) until the
+/// 30 s busy timeout. Appends, partial-reply updates and new conversations interleave here on
+/// one thread and must all finish promptly and consistently.
+#[tokio::test(flavor = "current_thread")]
+async fn sqlite_writers_of_both_drivers_share_one_thread() {
+    let db = common::sqlite().await;
+    let s = &db.store;
+    let id = s
+        .create_conversation(T, NewConversation::default())
+        .await
+        .unwrap()
+        .id;
+    s.append(
+        T,
+        &id,
+        vec![partial(Message::text(Role::Assistant, "draft 0"))],
+    )
+    .await
+    .unwrap();
+    let appends = async {
+        for i in 0..200 {
+            let m = Message::text(Role::User, format!("append {i}"));
+            s.append(T, &id, vec![NewMessage::complete(m)])
+                .await
+                .unwrap();
+            tokio::task::yield_now().await;
+        }
+    };
+    let updates = async {
+        for i in 1..=200 {
+            let m = Message::text(Role::Assistant, format!("draft {i}"));
+            s.update_message(T, &id, 1, partial(m)).await.unwrap();
+            if i % 10 == 0 {
+                s.create_conversation(T, NewConversation::default())
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        tokio::join!(appends, updates)
+    })
+    .await
+    .expect("writers of both drivers finish without waiting on each other");
+    let stored = all_messages(s, T, &id).await;
+    assert_eq!(stored.len(), 201);
+    assert_eq!(text_of(&stored[0].message), "draft 200");
+    for (i, m) in stored[1..].iter().enumerate() {
+        assert_eq!(m.seq, i as i64 + 2);
+        assert_eq!(text_of(&m.message), format!("append {i}"));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Two processes
 // ---------------------------------------------------------------------------------------------

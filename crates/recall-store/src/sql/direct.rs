@@ -254,29 +254,38 @@ impl Direct {
         let plan = plan_appends(&encoded, &mut r, &seen);
         let now = now_ms();
         if r.last_seq != before {
-            let mut insert = tx.prepare_cached(insert_one_sql())?;
-            for (i, seq, run) in &plan.rows {
-                let e = &encoded[*i];
-                let f = &e.figures;
-                insert.execute(rusqlite::params![
-                    id,
-                    seq,
-                    e.client_id.as_deref(),
-                    e.role,
-                    e.content.as_str(),
-                    e.metadata.as_deref(),
-                    e.status,
-                    now,
-                    f.tokens_o200k,
-                    f.tokens_cl100k,
-                    f.chars,
-                    f.flags(),
-                    run.o200k,
-                    run.cl100k,
-                    run.chars,
-                    run.chars4,
-                    run.cuts,
-                ])?;
+            // One statement per chunk, as on sqlx: a statement that writes FTS5 rows ends
+            // with a flush of FTS5's pending terms, so a statement per row would write (and
+            // later merge) one tiny index segment per message.
+            for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
+                let mut insert = tx.prepare_cached(&insert_sql(chunk.len()))?;
+                let mut n = 0;
+                let mut bind = |v: &dyn rusqlite::ToSql| -> rusqlite::Result<()> {
+                    n += 1;
+                    insert.raw_bind_parameter(n, v)
+                };
+                for (i, seq, run) in chunk {
+                    let e = &encoded[*i];
+                    let f = &e.figures;
+                    bind(&id)?;
+                    bind(seq)?;
+                    bind(&e.client_id.as_deref())?;
+                    bind(&e.role)?;
+                    bind(&e.content.as_str())?;
+                    bind(&e.metadata.as_deref())?;
+                    bind(&e.status)?;
+                    bind(&now)?;
+                    bind(&f.tokens_o200k)?;
+                    bind(&f.tokens_cl100k)?;
+                    bind(&f.chars)?;
+                    bind(&f.flags())?;
+                    bind(&run.o200k)?;
+                    bind(&run.cl100k)?;
+                    bind(&run.chars)?;
+                    bind(&run.chars4)?;
+                    bind(&run.cuts)?;
+                }
+                insert.raw_execute()?;
             }
             tx.prepare_cached(
                 "UPDATE conversations SET last_seq = ?1, message_count = ?2, total_o200k = ?3, \
@@ -306,13 +315,29 @@ fn text_or_null<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> Result<Option<&'r s
         .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
 }
 
-/// The single-row `INSERT` of a message.
-fn insert_one_sql() -> &'static str {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| {
-        let values: Vec<String> = (1..=17).map(|n| format!("?{n}")).collect();
-        format!("{INSERT_MESSAGE_PREFIX}VALUES ({})", values.join(", "))
-    })
+/// Rows a multi-row `INSERT` writes at most: 17 parameters a row stays well under SQLite's
+/// 32,766.
+const ROWS_PER_INSERT: usize = 1000;
+
+/// The `INSERT` of `rows` messages, with numbered parameters.
+fn insert_sql(rows: usize) -> String {
+    let mut sql = String::with_capacity(INSERT_MESSAGE_PREFIX.len() + rows * 80);
+    sql.push_str(INSERT_MESSAGE_PREFIX);
+    sql.push_str("VALUES ");
+    for r in 0..rows {
+        if r > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for c in 0..17 {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("?{}", r * 17 + c + 1));
+        }
+        sql.push(')');
+    }
+    sql
 }
 
 /// Appends on the direct writer, off the runtime's worker thread (see the module docs).
