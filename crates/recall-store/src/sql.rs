@@ -259,8 +259,14 @@ fn figures_of(messages: &[NewMessage]) -> Vec<Figures> {
         return messages.iter().filter_map(|m| m.figures).collect();
     }
     const PARALLEL_FROM: usize = 64;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if messages.len() < PARALLEL_FROM || threads < 2 {
+    if messages.len() < PARALLEL_FROM {
+        return messages.iter().map(figures_or_measure).collect();
+    }
+    // Asked once: on Linux it reads the cgroup's CPU quota from files every time.
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    let threads =
+        *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads < 2 {
         return messages.iter().map(figures_or_measure).collect();
     }
     let chunk = messages.len().div_ceil(threads);
