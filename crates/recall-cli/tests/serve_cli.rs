@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use serde_json::{json, Value};
 
+// The server tests' helpers, for their temporary PostgreSQL databases (not duplicated here).
+#[path = "../../recall-server/tests/common/mod.rs"]
+mod common;
+
 fn recall(db: &str) -> Command {
     let mut c = Command::cargo_bin("recall").expect("binary built");
     c.env("RECALL_DB", db).env_remove("RECALL_TENANT");
@@ -34,11 +38,17 @@ impl Drop for Serve {
 }
 
 fn serve(db: &str, extra: &[&str]) -> Serve {
+    serve_env(db, extra, &[])
+}
+
+/// `recall serve` with extra environment variables (chat backends are configured there).
+fn serve_env(db: &str, extra: &[&str], env: &[(&str, &str)]) -> Serve {
     let mut child = StdCommand::new(env!("CARGO_BIN_EXE_recall"))
         .args(["serve", "--addr", "127.0.0.1:0", "--db", db])
         .args(extra)
         .env_remove("RECALL_DB")
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -337,5 +347,261 @@ fn sigkill_during_appends_loses_nothing_acknowledged() {
             "acknowledged {cid} at {seq} missing"
         );
     }
+    drop(server);
+}
+
+/// `kill -9` while appends and a chat reply stream through `recall serve`, on a SQLite file.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_chat_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("recall.db").display().to_string();
+    sigkill_mid_chat(&db).await;
+}
+
+/// The same on a fresh PostgreSQL database (skipped with a notice when PostgreSQL is
+/// unreachable, except under CI=true).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_chat_on_postgres() {
+    let Some(pg) = common::pg_database().await else {
+        return;
+    };
+    sigkill_mid_chat(&pg.url).await;
+}
+
+const COMPLETE_TURNS: usize = 3;
+
+/// Clients append to one conversation and chat (SSE) in another through a real `recall
+/// serve` whose Anthropic backend is a fake server. The fake answers `COMPLETE_TURNS` turns,
+/// then sends some text and stalls; once the partial reply is visible through the API the
+/// server is killed with SIGKILL and restarted on the same database. Then: every
+/// acknowledged append is stored exactly once, in order, with gapless seqs (the one in flight
+/// is retried with its client id); the finished turns are whole; the interrupted turn has its
+/// user message and its reply as `partial` with the text that had arrived.
+#[cfg(unix)]
+async fn sigkill_mid_chat(db: &str) {
+    use futures::StreamExt;
+    use recall_testkit::{anthropic, FakeServer, Part, Reply};
+    use std::sync::{Arc, Mutex};
+
+    let fake = FakeServer::start(Arc::new(|_, n| {
+        if n < COMPLETE_TURNS {
+            Reply::sse(anthropic::text_reply(&[&format!("Answer {n}.")]))
+        } else {
+            Reply::sse(vec![
+                anthropic::message_start("msg_stall", 10),
+                anthropic::block_start(0, json!({"type": "text", "text": ""})),
+                anthropic::text_delta(0, "Partial words"),
+                // Far longer than the test: the server dies in this pause.
+                Part::Pause(Duration::from_secs(600)),
+                anthropic::text_delta(0, " never sent"),
+            ])
+        }
+    }))
+    .await;
+    let fake_url = fake.base_url();
+    let env = [
+        ("ANTHROPIC_API_KEY", "sk-ant-fault-test-key"),
+        ("ANTHROPIC_BASE_URL", fake_url.as_str()),
+    ];
+    let server = tokio::task::block_in_place(|| serve_env(db, &["--no-auth"], &env));
+    // No whole-request timeout: the interrupted stream is read for as long as it lives.
+    let client = reqwest::Client::new();
+    let new_conversation = |base: String, client: reqwest::Client| async move {
+        let res = client
+            .post(format!("{base}/v1/conversations"))
+            .body("{}")
+            .send()
+            .await
+            .expect("create");
+        assert_eq!(res.status().as_u16(), 201);
+        let v: Value = res.json().await.unwrap();
+        v["id"].as_str().unwrap().to_string()
+    };
+    let appends = new_conversation(server.base.clone(), client.clone()).await;
+    let chat = new_conversation(server.base.clone(), client.clone()).await;
+
+    // The appender: one request at a time, stopping at the first that gets no 201 answer.
+    let acked: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
+    let appender = {
+        let url = format!("{}/v1/conversations/{appends}/messages", server.base);
+        let (client, acked) = (client.clone(), acked.clone());
+        tokio::spawn(async move {
+            let mut next = 0u64;
+            loop {
+                let cid = format!("m{next:06}");
+                let body = json!({"role": if next.is_multiple_of(2) {"user"} else {"assistant"},
+                                  "content": format!("message {next}"), "id": cid});
+                let Ok(res) = client.post(&url).json(&body).send().await else {
+                    return next;
+                };
+                assert_eq!(res.status().as_u16(), 201, "append {cid}");
+                let Ok(v) = res.json::<Value>().await else {
+                    return next; // killed while answering: retried after the restart
+                };
+                let seq = v["messages"][0]["seq"].as_i64().expect("seq");
+                acked.lock().unwrap().push((cid, seq));
+                next += 1;
+            }
+        })
+    };
+
+    let chat_url = format!("{}/v1/conversations/{chat}/chat", server.base);
+    for n in 0..COMPLETE_TURNS {
+        let res = client
+            .post(&chat_url)
+            .json(&json!({ "content": format!("Question {n}") }))
+            .send()
+            .await
+            .expect("chat");
+        assert_eq!(res.status().as_u16(), 200);
+        let body = tokio::time::timeout(Duration::from_secs(60), res.text())
+            .await
+            .expect("turn in time")
+            .expect("body");
+        assert!(body.contains("event: done"), "{body}");
+        assert!(body.contains(&format!("Answer {n}.")), "{body}");
+    }
+    // The turn that will be interrupted: read until the first text arrives.
+    let res = client
+        .post(&chat_url)
+        .json(&json!({"content": "Question interrupted"}))
+        .send()
+        .await
+        .expect("chat");
+    assert_eq!(res.status().as_u16(), 200);
+    let mut stream = res.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("Partial words") {
+        let chunk = tokio::time::timeout(Duration::from_secs(60), stream.next())
+            .await
+            .expect("a chunk in time")
+            .expect("stream open")
+            .expect("chunk");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    // The reply is saved as partial as soon as text arrives (then at most every 500 ms):
+    // wait until the API shows it, and until the appender has been acknowledged a while.
+    let messages_url = format!("{}/v1/conversations/{chat}/messages", server.base);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let page: Value = client
+            .get(&messages_url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let data = page["data"].as_array().unwrap();
+        let last = data.last().unwrap();
+        let partial_visible = data.len() == 2 * COMPLETE_TURNS + 2
+            && last["status"] == "partial"
+            && last["message"]["content"] == json!("Partial words");
+        if partial_visible && acked.lock().unwrap().len() >= 20 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no partial reply: {page}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = nix::unistd::Pid::from_raw(server.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(60), appender)
+        .await
+        .expect("the appender stops once the server is gone")
+        .expect("appender");
+    // The open chat stream ends without a `done`.
+    let rest = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(Ok(chunk)) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(rest.is_ok(), "the stream did not end after the kill");
+    assert!(!seen.contains("event: done"), "{seen}");
+    drop(server);
+
+    let server = tokio::task::block_in_place(|| serve_env(db, &["--no-auth"], &env));
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/conversations/{appends}/messages", server.base);
+    let cid = format!("m{next:06}");
+    let res = client
+        .post(&url)
+        .json(
+            &json!({"role": if next.is_multiple_of(2) {"user"} else {"assistant"},
+                       "content": format!("message {next}"), "id": cid}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 201, "retry of the append in flight");
+    let all = |url: String, client: reqwest::Client| async move {
+        let mut out: Vec<Value> = Vec::new();
+        let mut after = 0;
+        loop {
+            let page: Value = client
+                .get(format!("{url}?limit=1000&after={after}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            out.extend(page["data"].as_array().unwrap().iter().cloned());
+            match page["next_after"].as_i64() {
+                Some(n) => after = n,
+                None => return out,
+            }
+        }
+    };
+    let stored = all(url, client.clone()).await;
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 20, "{}", acked.len());
+    assert_eq!(stored.len() as u64, next + 1, "stored vs sent");
+    for (i, m) in stored.iter().enumerate() {
+        assert_eq!(m["message"]["id"], format!("m{i:06}").as_str(), "{m}");
+        assert_eq!(m["seq"], i as i64 + 1, "{m}");
+        assert_eq!(m["status"], "complete");
+    }
+    for (cid, seq) in &acked {
+        assert_eq!(
+            stored[*seq as usize - 1]["message"]["id"],
+            cid.as_str(),
+            "acknowledged {cid} at {seq}"
+        );
+    }
+
+    let turns = all(
+        format!("{}/v1/conversations/{chat}/messages", server.base),
+        client.clone(),
+    )
+    .await;
+    let shown: Vec<(i64, String, String, Value)> = turns
+        .iter()
+        .map(|m| {
+            (
+                m["seq"].as_i64().unwrap(),
+                m["message"]["role"].as_str().unwrap().to_string(),
+                m["status"].as_str().unwrap().to_string(),
+                m["message"]["content"].clone(),
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for n in 0..COMPLETE_TURNS {
+        expected.push(("user", "complete", json!(format!("Question {n}"))));
+        expected.push(("assistant", "complete", json!(format!("Answer {n}."))));
+    }
+    expected.push(("user", "complete", json!("Question interrupted")));
+    expected.push(("assistant", "partial", json!("Partial words")));
+    let expected: Vec<(i64, String, String, Value)> = expected
+        .into_iter()
+        .enumerate()
+        .map(|(i, (r, s, c))| (i as i64 + 1, r.to_string(), s.to_string(), c))
+        .collect();
+    assert_eq!(shown, expected);
+    // Four turns reached the backend; none was replayed by the restart.
+    assert_eq!(fake.requests().len(), COMPLETE_TURNS + 1);
     drop(server);
 }

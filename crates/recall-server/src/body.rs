@@ -28,6 +28,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
+/// The raw bytes of a body that is parsed later (optional or streamed-answer bodies), read
+/// like [`ApiJson`]'s so that an oversized body is the same JSON 413, not axum's plain text.
+#[derive(Debug)]
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        read_body(req, state).await.map(RawBody)
+    }
+}
+
 /// The raw body, within the configured size limit (`DefaultBodyLimit`).
 pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     let limit = req

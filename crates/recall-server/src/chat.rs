@@ -21,7 +21,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use utoipa::ToSchema;
 
 use crate::auth::Tenant;
-use crate::body::{parse_json, ConversationId};
+use crate::body::{parse_json, ConversationId, RawBody};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -219,7 +219,7 @@ pub async fn chat_sse(
     State(state): State<AppState>,
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
-    body: axum::body::Bytes,
+    RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let body: ChatBody = parse_json(&body)?;
     let (turn, first) = start_turn(&state, tenant, id, body).await?;

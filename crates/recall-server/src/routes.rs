@@ -15,7 +15,7 @@ use recall_engine::store::NewConversation;
 use serde_json::Value;
 
 use crate::auth::Tenant;
-use crate::body::{parse_json, ApiJson, ApiQuery, ConversationId};
+use crate::body::{parse_json, ApiJson, ApiQuery, ConversationId, RawBody};
 use crate::error::ApiError;
 use crate::views::*;
 use crate::AppState;
@@ -50,7 +50,7 @@ fn optional_json<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Res
 pub async fn create_conversation(
     State(state): State<AppState>,
     Extension(Tenant(tenant)): Extension<Tenant>,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Result<impl IntoResponse, ApiError> {
     let b: CreateConversation = optional_json(&body)?;
     let c = state
@@ -288,7 +288,7 @@ pub async fn context(
     State(state): State<AppState>,
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Result<Json<ContextResponse>, ApiError> {
     let b: ContextBody = optional_json(&body)?;
     let engine = state.engine();

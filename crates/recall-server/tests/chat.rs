@@ -1,6 +1,8 @@
-//! Chat over HTTP against a fake Anthropic server on loopback: server-sent events, the
-//! WebSocket, a client that disconnects mid-stream, backend failures and bad requests.
+//! Chat over HTTP against a fake Anthropic server on loopback, on SQLite and on PostgreSQL:
+//! server-sent events, the WebSocket, tool use, a client that disconnects mid-stream, backend
+//! failures, bad requests and tenant isolation of the chat routes.
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
@@ -14,13 +16,33 @@ use recall_testkit::{anthropic, FakeServer, Part, Reply};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-async fn chat_server(fake: &FakeServer) -> Option<Server> {
+on_both!(
+    sse_streams_the_reply_and_stores_the_turn,
+    a_client_that_disconnects_leaves_a_partial_reply,
+    backend_failures_and_bad_requests,
+    no_backend_is_503,
+    websocket_runs_turns_with_the_same_events,
+    tool_use_is_streamed_stored_and_paired_on_the_next_turn,
+    bad_chat_bodies_are_refused_and_change_nothing,
+    chat_routes_are_tenant_scoped,
+);
+
+async fn chat_server(fake: &FakeServer, db: Backend) -> Option<Server> {
+    chat_server_with(fake, db, |_| {}).await
+}
+
+async fn chat_server_with(
+    fake: &FakeServer,
+    db: Backend,
+    adjust: impl FnOnce(&mut recall_server::ServerConfig),
+) -> Option<Server> {
     let mut c = AnthropicConfig::with_key("sk-ant-test-key");
     c.base_url = fake.base_url();
     c.retry = RetryPolicy::none();
     let backend = Arc::new(AnthropicBackend::new(c).expect("backend"));
-    server_with(Backend::Sqlite, move |cfg| {
+    server_with(db, move |cfg| {
         cfg.backends = Backends::default().with("anthropic", backend);
+        adjust(cfg);
     })
     .await
 }
@@ -48,14 +70,13 @@ fn sse_events(body: &str) -> Vec<(String, Value)> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sse_streams_the_reply_and_stores_the_turn() {
+async fn sse_streams_the_reply_and_stores_the_turn(b: Backend) {
     let fake = FakeServer::scripted(vec![Reply::sse(anthropic::text_reply(&[
         "We use ",
         "Postgres.",
     ]))])
     .await;
-    let Some(s) = chat_server(&fake).await else {
+    let Some(s) = chat_server(&fake, b).await else {
         return;
     };
     let id = s
@@ -98,8 +119,7 @@ async fn sse_streams_the_reply_and_stores_the_turn() {
     assert_eq!(sent["system"], "Be brief.");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_disconnects_leaves_a_partial_reply() {
+async fn a_client_that_disconnects_leaves_a_partial_reply(b: Backend) {
     let fake = FakeServer::scripted(vec![Reply::sse(vec![
         anthropic::message_start("msg_1", 10),
         anthropic::block_start(0, json!({"type": "text", "text": ""})),
@@ -108,7 +128,7 @@ async fn a_client_that_disconnects_leaves_a_partial_reply() {
         anthropic::text_delta(0, " never sent"),
     ])])
     .await;
-    let Some(s) = chat_server(&fake).await else {
+    let Some(s) = chat_server(&fake, b).await else {
         return;
     };
     let id = s.new_conversation(&s.key_a, json!({})).await;
@@ -146,14 +166,13 @@ async fn a_client_that_disconnects_leaves_a_partial_reply() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn backend_failures_and_bad_requests() {
+async fn backend_failures_and_bad_requests(b: Backend) {
     let fake = FakeServer::scripted(vec![Reply::json(
         500,
         json!({"type": "error", "error": {"type": "api_error", "message": "overloaded inside"}}),
     )])
     .await;
-    let Some(s) = chat_server(&fake).await else {
+    let Some(s) = chat_server(&fake, b).await else {
         return;
     };
     let id = s.new_conversation(&s.key_a, json!({})).await;
@@ -230,9 +249,8 @@ async fn backend_failures_and_bad_requests() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_backend_is_503() {
-    let Some(s) = server_with(Backend::Sqlite, |_| {}).await else {
+async fn no_backend_is_503(b: Backend) {
+    let Some(s) = server_with(b, |_| {}).await else {
         return;
     };
     let id = s.new_conversation(&s.key_a, json!({})).await;
@@ -247,14 +265,13 @@ async fn no_backend_is_503() {
     assert_eq!(r.error_type(), "unavailable");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn websocket_runs_turns_with_the_same_events() {
+async fn websocket_runs_turns_with_the_same_events(b: Backend) {
     let fake = FakeServer::scripted(vec![
         Reply::sse(anthropic::text_reply(&["Hi ", "there."])),
         Reply::sse(anthropic::text_reply(&["Again."])),
     ])
     .await;
-    let Some(s) = chat_server(&fake).await else {
+    let Some(s) = chat_server(&fake, b).await else {
         return;
     };
     let id = s.new_conversation(&s.key_a, json!({})).await;
@@ -327,4 +344,393 @@ async fn websocket_runs_turns_with_the_same_events() {
     let stored = s.stored(TENANT_A, &id).await;
     assert_eq!(stored.len(), 4);
     assert!(stored.iter().all(|m| m["status"] == "complete"));
+}
+
+/// Runs one turn over SSE and reads the whole stream: the status and the events.
+async fn sse_turn(s: &Server, id: &str, body: Value) -> (StatusCode, Vec<(String, Value)>) {
+    let res = s
+        .client
+        .post(format!("{}/v1/conversations/{id}/chat", s.base))
+        .bearer_auth(&s.key_a)
+        .json(&body)
+        .send()
+        .await
+        .expect("chat request");
+    let status = res.status();
+    let text = res.text().await.expect("chat body");
+    assert_eq!(status, StatusCode::OK, "{text}");
+    (status, sse_events(&text))
+}
+
+/// A reply that says a line, then calls a tool whose input arrives in pieces.
+fn tool_use_reply() -> Vec<Part> {
+    vec![
+        anthropic::message_start("msg_tool", 30),
+        anthropic::block_start(0, json!({"type": "text", "text": ""})),
+        anthropic::text_delta(0, "Let me check."),
+        anthropic::block_stop(0),
+        anthropic::block_start(
+            1,
+            json!({"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {}}),
+        ),
+        anthropic::delta(1, json!({"type": "input_json_delta", "partial_json": ""})),
+        anthropic::delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": "{\"location\": \"Par"}),
+        ),
+        anthropic::delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": "is\", \"days\": [1, 2]}"}),
+        ),
+        anthropic::block_stop(1),
+        anthropic::message_delta("tool_use", 40),
+        anthropic::message_stop(),
+    ]
+}
+
+async fn tool_use_is_streamed_stored_and_paired_on_the_next_turn(b: Backend) {
+    // Requests arrive one at a time, so the n-th reply goes to the n-th turn below.
+    let fake = FakeServer::scripted(vec![
+        Reply::sse(tool_use_reply()),
+        Reply::sse(tool_use_reply()),
+        Reply::sse(anthropic::text_reply(&["No problem."])),
+        Reply::sse(anthropic::text_reply(&["It is 18°C ", "in Paris."])),
+    ])
+    .await;
+    let Some(s) = chat_server(&fake, b).await else {
+        return;
+    };
+    let question = "What's the weather in Paris?";
+    let tool_use = json!({"type": "tool_use", "id": "toolu_01A", "name": "get_weather",
+                          "input": {"location": "Paris", "days": [1, 2]}});
+    let reply_blocks = json!([{"type": "text", "text": "Let me check."}, tool_use.clone()]);
+    // Two conversations: one answers the tool call, the other moves on without answering.
+    let orphaned = s.new_conversation(&s.key_a, json!({})).await;
+    let paired = s.new_conversation(&s.key_a, json!({})).await;
+
+    for id in [&orphaned, &paired] {
+        let (_, events) = sse_turn(&s, id, json!({ "content": question })).await;
+        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["user_stored", "assistant_chunk", "tool_use", "done"],
+            "{events:?}"
+        );
+        assert_eq!(events[1].1, json!({"delta": "Let me check."}));
+        assert_eq!(
+            events[2].1,
+            json!({"id": "toolu_01A", "name": "get_weather",
+                   "input": {"location": "Paris", "days": [1, 2]}})
+        );
+        assert_eq!(events[3].1["message_id"], 2, "{:?}", events[3]);
+        assert_eq!(events[3].1["stop_reason"], "tool_use", "{:?}", events[3]);
+
+        // The Anthropic API backend runs no tools: only the Claude Code CLI reports tool
+        // results, which chat_turn would store as a user message after the reply. Here the
+        // turn is exactly the user message and the reply, tool_use block and all.
+        let stored = s.stored(TENANT_A, id).await;
+        assert_eq!(stored.len(), 2, "{stored:?}");
+        assert_eq!(stored[1]["status"], "complete");
+        assert_eq!(stored[1]["message"]["role"], "assistant");
+        assert_eq!(stored[1]["message"]["content"], reply_blocks);
+        assert_eq!(stored[1]["message"]["metadata"]["stop_reason"], "tool_use");
+        // And the same through the API.
+        let r = s
+            .get(&format!("/v1/conversations/{id}/messages"), &s.key_a)
+            .await;
+        assert_eq!(r.json["data"][1]["message"]["content"], reply_blocks);
+    }
+
+    // Next turn without a tool_result: the tool_use is an orphan. FORMATS.md §3 ("A tool
+    // pair ... Selection never keeps one side of a pair without the other") and
+    // docs/FORMAT-DECISIONS.md (Selection, "Tool pairs": an unmatched tool_use is removed, the
+    // rest of its message kept) — so the backend gets the reply's text without the call,
+    // which the Messages API would otherwise reject.
+    let (_, events) = sse_turn(&s, &orphaned, json!({"content": "Never mind, thanks."})).await;
+    assert_eq!(events.last().unwrap().0, "done", "{events:?}");
+    let sent = fake.requests()[2].json();
+    assert_eq!(
+        sent["messages"],
+        json!([
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": [{"type": "text", "text": "Let me check."}]},
+            {"role": "user", "content": "Never mind, thanks."},
+        ]),
+        "{sent}"
+    );
+    // Storage keeps what the model said; only the request leaves the orphan out.
+    let stored = s.stored(TENANT_A, &orphaned).await;
+    assert_eq!(stored[1]["message"]["content"], reply_blocks);
+    assert_eq!(stored.len(), 4);
+
+    // Next turn answering the call: the pair goes out whole, the tool_use exactly as the
+    // model sent it, followed by the user message holding its tool_result.
+    let result = json!([{"type": "tool_result", "tool_use_id": "toolu_01A",
+                         "content": "18°C, cloudy"}]);
+    let (_, events) = sse_turn(&s, &paired, json!({ "content": result })).await;
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["user_stored", "assistant_chunk", "assistant_chunk", "done"],
+        "{events:?}"
+    );
+    assert_eq!(events[0].1["seq"], 3);
+    let sent = fake.requests()[3].json();
+    assert_eq!(
+        sent["messages"],
+        json!([
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": reply_blocks},
+            {"role": "user", "content": result},
+        ]),
+        "{sent}"
+    );
+    let stored = s.stored(TENANT_A, &paired).await;
+    assert_eq!(stored.len(), 4, "{stored:?}");
+    assert_eq!(stored[2]["message"]["content"], result);
+    assert_eq!(
+        stored[3]["message"]["content"],
+        json!("It is 18°C in Paris.")
+    );
+    assert_eq!(stored[3]["status"], "complete");
+    assert_eq!(fake.requests().len(), 4);
+}
+
+async fn bad_chat_bodies_are_refused_and_change_nothing(b: Backend) {
+    let fake = FakeServer::scripted(vec![]).await;
+    let Some(s) = chat_server_with(&fake, b, |c| c.limits.max_body_bytes = 16 * 1024).await else {
+        return;
+    };
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    let r = s
+        .post(
+            &format!("/v1/conversations/{id}/messages"),
+            &s.key_a,
+            json!({"role": "user", "content": "kept"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let before = s.stored(TENANT_A, &id).await;
+    let path = format!("/v1/conversations/{id}/chat");
+
+    let deep = "[".repeat(200) + &"]".repeat(200);
+    let huge = format!("{{\"content\": \"{}\"}}", "x".repeat(20_000));
+    let cases: Vec<(Vec<u8>, StatusCode, &str, &str)> = vec![
+        (
+            b"{\"content\": ".to_vec(),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "not valid JSON",
+        ),
+        (
+            b"".to_vec(),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "empty",
+        ),
+        (
+            b"{\"content\": \"caf\xe9\"}".to_vec(),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "UTF-8",
+        ),
+        (
+            format!("{{\"content\": {deep}}}").into_bytes(),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "nested deeper than 64",
+        ),
+        (
+            huge.into_bytes(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "16384 bytes",
+        ),
+        (
+            b"[\"hello\"]".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "invalid request body",
+        ),
+        (
+            b"{\"content\": 5}".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "content",
+        ),
+        (
+            b"{\"content\": \"x\", \"max_tokens\": \"many\"}".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "max_tokens",
+        ),
+        (
+            b"{\"content\": \"x\", \"model\": 3}".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "model",
+        ),
+        (
+            b"{\"content\": \"x\", \"temperature\": 0.5}".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "temperature",
+        ),
+        (
+            b"{\"content\": \"   \"}".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "empty",
+        ),
+    ];
+    for (body, status, kind, says) in cases {
+        let shown = String::from_utf8_lossy(&body[..body.len().min(60)]).to_string();
+        let r = s
+            .raw(reqwest::Method::POST, &path, Some(&s.key_a), Some(body))
+            .await;
+        assert_eq!(r.status, status, "{shown}: {}", r.text);
+        assert_eq!(r.error_type(), kind, "{shown}");
+        assert!(r.message().contains(says), "{shown}: {}", r.text);
+    }
+
+    // The WebSocket answers bad frames with an error frame naming the problem.
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_request(&s, &id, Some(&s.key_a)))
+        .await
+        .expect("connect");
+    use tokio_tungstenite::tungstenite::Message;
+    for (frame, says) in [
+        (
+            "{\"type\": \"user_message\", \"content\": ".to_string(),
+            "not valid JSON",
+        ),
+        (
+            format!("{{\"type\": \"user_message\", \"content\": {deep}}}"),
+            "nested deeper than 64",
+        ),
+        (
+            "{\"type\": \"user_message\", \"content\": \"x\", \"colour\": 1}".to_string(),
+            "colour",
+        ),
+        (
+            "{\"type\": \"user_message\", \"content\": \"x\", \"max_tokens\": -1}".to_string(),
+            "max_tokens",
+        ),
+        (
+            "{\"type\": \"shout\", \"content\": \"x\"}".to_string(),
+            "shout",
+        ),
+        (
+            "{\"type\": \"user_message\", \"content\": \"\"}".to_string(),
+            "empty",
+        ),
+    ] {
+        ws.send(Message::text(frame.clone())).await.unwrap();
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("frame in time")
+            .expect("open")
+            .unwrap();
+        let f: Value = serde_json::from_str(msg.to_text().unwrap()).unwrap();
+        assert_eq!(f["type"], "error", "{frame}: {f}");
+        assert!(
+            f["message"].as_str().unwrap_or("").contains(says),
+            "{frame}: {f}"
+        );
+    }
+    ws.close(None).await.ok();
+
+    assert_eq!(s.stored(TENANT_A, &id).await, before, "nothing was stored");
+    let r = s.get(&format!("/v1/conversations/{id}"), &s.key_a).await;
+    assert_eq!(r.json["message_count"], 1);
+    assert!(fake.requests().is_empty(), "the backend was never called");
+}
+
+/// A WebSocket upgrade request for conversation `id`, with `key` as the bearer when given.
+fn ws_request(
+    s: &Server,
+    id: &str,
+    key: Option<&str>,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let url = format!(
+        "{}/v1/conversations/{id}/ws",
+        s.base.replace("http://", "ws://")
+    );
+    let mut req =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
+            .unwrap();
+    if let Some(k) = key {
+        req.headers_mut()
+            .insert("authorization", format!("Bearer {k}").parse().unwrap());
+    }
+    req
+}
+
+/// The HTTP status a refused WebSocket upgrade gets (panics when the upgrade succeeds).
+async fn ws_refusal(s: &Server, id: &str, key: Option<&str>) -> (u16, String) {
+    match tokio_tungstenite::connect_async(ws_request(s, id, key)).await {
+        Ok(_) => panic!("the upgrade to {id} with {key:?} was accepted"),
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => {
+            let body = res
+                .body()
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).to_string())
+                .unwrap_or_default();
+            (res.status().as_u16(), body)
+        }
+        Err(e) => panic!("not an HTTP refusal: {e}"),
+    }
+}
+
+async fn chat_routes_are_tenant_scoped(b: Backend) {
+    let fake = FakeServer::scripted(vec![]).await;
+    let Some(s) = chat_server(&fake, b).await else {
+        return;
+    };
+    let a_id = s
+        .new_conversation(&s.key_a, json!({"system_prompt": "A's secret prompt"}))
+        .await;
+    let r = s
+        .post(
+            &format!("/v1/conversations/{a_id}/messages"),
+            &s.key_a,
+            json!({"role": "user", "content": "A's message"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let b_id = s.new_conversation(&s.key_b, json!({})).await;
+    let body = b"{\"content\": \"intruder\"}".to_vec();
+
+    // Another tenant's conversation is answered like one that does not exist.
+    for (id, key) in [
+        (&a_id, &s.key_b),
+        (&b_id, &s.key_a),
+        (&"no-such-id".to_string(), &s.key_a),
+    ] {
+        let path = format!("/v1/conversations/{id}/chat");
+        let r = s
+            .raw(reqwest::Method::POST, &path, Some(key), Some(body.clone()))
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.text);
+        assert_eq!(r.error_type(), "not_found");
+        assert!(!r.text.contains("secret"), "{}", r.text);
+        let (status, text) = ws_refusal(&s, id, Some(key)).await;
+        assert_eq!(status, 404, "ws {id}: {text}");
+        assert!(!text.contains("secret"), "{text}");
+    }
+    // Without a key, or with a wrong one, both routes are 401, whoever's the id.
+    for key in [None, Some("rk_not_a_key_at_all_0000000000")] {
+        for id in [&a_id, &b_id] {
+            let path = format!("/v1/conversations/{id}/chat");
+            let r = s
+                .raw(reqwest::Method::POST, &path, key, Some(body.clone()))
+                .await;
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{path}: {}", r.text);
+            assert_eq!(r.error_type(), "authentication_error");
+            let (status, text) = ws_refusal(&s, id, key).await;
+            assert_eq!(status, 401, "ws {id} {key:?}: {text}");
+        }
+    }
+    assert_eq!(s.stored(TENANT_A, &a_id).await.len(), 1);
+    assert!(s.stored(common::TENANT_B, &b_id).await.is_empty());
+    assert!(fake.requests().is_empty(), "the backend was never called");
 }

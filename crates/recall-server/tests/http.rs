@@ -18,6 +18,7 @@ on_both!(
     message_pages,
     context_is_what_recall_context_prints,
     bad_input_is_refused_and_changes_nothing,
+    every_body_route_refuses_bad_bodies,
     limits_are_enforced,
     every_route_needs_a_key,
     tenants_never_see_each_other,
@@ -527,6 +528,128 @@ async fn bad_input_is_refused_and_changes_nothing(b: Backend) {
     let r = s.call(Method::PUT, "/v1/conversations", k, None).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(r.error_type(), "method_not_allowed");
+}
+
+/// Every route that reads a body refuses the same broken bodies the same way: malformed JSON,
+/// invalid UTF-8, deep nesting and an oversized body are 400/413 with a JSON error naming
+/// the problem, wrong types and unknown fields 422 naming the field, and nothing changes.
+async fn every_body_route_refuses_bad_bodies(b: Backend) {
+    let Some(s) = server_with(b, |c| c.limits.max_body_bytes = 16 * 1024).await else {
+        return;
+    };
+    let k = &s.key_a;
+    let id = s.new_conversation(k, json!({"title": "t"})).await;
+    let r = s
+        .post(
+            &format!("/v1/conversations/{id}/messages"),
+            k,
+            json!({"role": "user", "content": "kept"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let conv_before = s.get(&format!("/v1/conversations/{id}"), k).await.json;
+    let msgs_before = s.stored(TENANT_A, &id).await;
+
+    let deep = "{\"a\": ".repeat(100) + "1" + &"}".repeat(100);
+    let huge = format!("{{\"title\": \"{}\"}}", "x".repeat(20_000));
+    let common_cases: Vec<(Vec<u8>, StatusCode, &str, &str)> = vec![
+        (
+            b"{\"title\": [1, ".to_vec(),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "not valid JSON",
+        ),
+        (
+            b"{\"title\": \"\xc3\x28\"}".to_vec(),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "UTF-8",
+        ),
+        (
+            deep.into_bytes(),
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "nested deeper than 64",
+        ),
+        (
+            huge.into_bytes(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "16384 bytes",
+        ),
+    ];
+    let routes: Vec<(String, Vec<(Value, &str)>)> = vec![
+        (
+            "/v1/conversations".into(),
+            vec![
+                (json!({"title": ["x"]}), "title"),
+                (json!({"system_prompt": 1}), "system_prompt"),
+                (json!({"title": "x", "owner": "me"}), "owner"),
+                (json!("just a string"), "invalid request body"),
+            ],
+        ),
+        (
+            format!("/v1/conversations/{id}/messages"),
+            vec![
+                // (A numeric id is accepted as its decimal text, as in imports.)
+                (json!({"role": "user", "content": "x", "id": ["x"]}), "'id'"),
+                (
+                    json!({"role": "user", "content": "x", "metadata": "m"}),
+                    "metadata",
+                ),
+                // Unknown keys inside a message object are not refused (OpenAI messages carry
+                // `name`, `refusal`, ...); the envelope's are, as bad_input_... checks.
+                (
+                    json!({"messages": [{"role": "user", "content": "x"}], "colour": 1}),
+                    "colour",
+                ),
+            ],
+        ),
+        (
+            format!("/v1/conversations/{id}/context"),
+            vec![
+                (json!({"max_tokens": "lots"}), "max_tokens"),
+                (json!({"escape": "no"}), "escape"),
+                (json!({"format": "xml", "shape": 1}), "shape"),
+                (json!(["xml"]), "invalid request body"),
+            ],
+        ),
+    ];
+    for (path, shape_cases) in routes {
+        let cases = common_cases
+            .iter()
+            .cloned()
+            .chain(shape_cases.into_iter().map(|(v, says)| {
+                (
+                    v.to_string().into_bytes(),
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_request",
+                    says,
+                )
+            }));
+        for (body, status, kind, says) in cases {
+            let shown = String::from_utf8_lossy(&body[..body.len().min(60)]).to_string();
+            let r = s.raw(Method::POST, &path, Some(k), Some(body)).await;
+            assert_eq!(r.status, status, "{path} {shown}: {}", r.text);
+            assert_eq!(r.error_type(), kind, "{path} {shown}");
+            assert!(r.message().contains(says), "{path} {shown}: {}", r.text);
+        }
+    }
+    assert_eq!(
+        s.stored(TENANT_A, &id).await,
+        msgs_before,
+        "nothing was stored"
+    );
+    assert_eq!(
+        s.get(&format!("/v1/conversations/{id}"), k).await.json,
+        conv_before
+    );
+    let r = s.get("/v1/conversations", k).await;
+    assert_eq!(
+        r.json["data"].as_array().unwrap().len(),
+        1,
+        "no conversation was made"
+    );
 }
 
 async fn limits_are_enforced(b: Backend) {
