@@ -60,7 +60,11 @@ impl McpHttp {
 
     /// Answers one MCP request for `tenant`: every tool call reads and writes only that
     /// tenant's conversations and tasks.
-    pub async fn handle<B>(&self, tenant: &str, request: Request<B>) -> Response<BoxBody<Bytes, Infallible>>
+    pub async fn handle<B>(
+        &self,
+        tenant: &str,
+        request: Request<B>,
+    ) -> Response<BoxBody<Bytes, Infallible>>
     where
         B: Body + Send + 'static,
         B::Error: Display,
