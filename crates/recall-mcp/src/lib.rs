@@ -10,17 +10,18 @@
 //! | `search_history` | full-text search over the tenant's messages |
 //!
 //! [`RecallMcp`] is an rmcp `ServerHandler`; [`serve_stdio`] runs it on stdin/stdout (what
-//! `recall mcp` does). An HTTP server mounts the same handler over streamable HTTP with rmcp's
-//! `StreamableHttpService`, building one [`RecallMcp`] per session from its engine and the
-//! session's tenant (`RecallMcp::new(engine.clone(), tenant)`).
+//! `recall mcp` does). [`streamable_http::McpHttp`] serves the same handler over streamable HTTP,
+//! statelessly, one [`RecallMcp`] per request for the tenant the web server authenticated
+//! (`recall serve` mounts it at `/mcp`).
 //!
 //! Errors: a bad argument, an unknown id or a failed engine call is a tool result with
 //! `isError: true` and a message the caller can act on; an unknown tool or a malformed
 //! request is a JSON-RPC error.
 
+pub mod streamable_http;
 pub mod tools;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use recall_core::context::ContextRequest;
 use recall_core::policy::PolicyOverrides;
@@ -83,7 +84,7 @@ impl RecallMcp {
         Ok(RecallMcp {
             engine,
             tenant: Arc::from(tenant.into()),
-            tools: Arc::from(tool_list().map_err(ServeError::Schema)?),
+            tools: cached_tools().map_err(ServeError::Schema)?,
         })
     }
 
@@ -413,6 +414,12 @@ fn writes(destructive: bool) -> ToolAnnotations {
         .read_only(false)
         .destructive(destructive)
         .open_world(false)
+}
+
+/// The tool list, generated once per process: the HTTP endpoint builds a server per request.
+fn cached_tools() -> Result<Arc<[Tool]>, String> {
+    static TOOLS: OnceLock<Result<Arc<[Tool]>, String>> = OnceLock::new();
+    TOOLS.get_or_init(|| tool_list().map(Arc::from)).clone()
 }
 
 /// Every tool the server offers.

@@ -1,5 +1,5 @@
 //! recall-server: recall over HTTP. JSON REST under `/v1` (conversations, messages, context),
-//! bearer API keys mapped to tenants, errors as `{"error": {"type", "message"}}`, `/healthz`,
+//! the MCP tools over streamable HTTP at `/mcp`, bearer API keys mapped to tenants, errors as `{"error": {"type", "message"}}`, `/healthz`,
 //! `/readyz`, Prometheus `/metrics`, `/openapi.json` generated from the handlers, a request id
 //! on every request and log line, and a graceful shutdown that lets requests in flight finish.
 //!
@@ -21,6 +21,7 @@ pub mod body;
 pub mod chat;
 pub mod config;
 pub mod error;
+mod mcp;
 pub mod metrics;
 mod openapi;
 mod ops;
@@ -109,7 +110,7 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
-/// The whole application: `/v1` behind authentication, the operational routes open.
+/// The whole application: `/v1` and `/mcp` behind authentication, the operational routes open.
 pub fn router(state: AppState) -> Router {
     let limit = state.inner.config.limits.max_body_bytes;
     let v1 = Router::new()
@@ -132,6 +133,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/conversations/{id}/context", post(routes::context))
         .route("/v1/conversations/{id}/chat", post(chat::chat_sse))
         .route("/v1/conversations/{id}/ws", get(chat::chat_ws))
+        .route("/mcp", mcp::route(&state))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::authenticate,
