@@ -92,7 +92,7 @@ pub enum Command {
         recall mcp --db /tmp/recall.db --tenant team-a\n  \
         claude mcp add recall -- recall mcp")]
     Mcp(McpArgs),
-    /// Serve the HTTP API (REST under /v1, /healthz, /readyz, /metrics, /openapi.json).
+    /// Serve the HTTP API (REST under /v1, MCP at /mcp, /healthz, /readyz, /metrics, /openapi.json).
     #[command(after_help = "Examples:\n  \
         recall keys create --tenant acme          # prints a key once\n  \
         recall serve --addr 127.0.0.1:8080 --db /var/lib/recall/recall.db\n  \

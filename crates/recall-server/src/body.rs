@@ -78,7 +78,19 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // Syntax first, so that a broken body is a 400 whatever its shape.
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::malformed(format!("request body is not valid JSON: {e}")))?;
-    from_value(value)
+    // Every body of this API is an object; serde would otherwise fill a struct from an
+    // array, field by field in declaration order.
+    let kind = match &value {
+        Value::Object(_) => return from_value(value),
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Null => "null",
+    };
+    Err(ApiError::invalid(format!(
+        "request body must be a JSON object, not {kind}"
+    )))
 }
 
 /// Deserialises a parsed value into `T`, naming the path of the first problem.
@@ -188,5 +200,12 @@ mod tests {
         let e = parse_json::<B>(b"{\"title\": \"\xff\"}").unwrap_err();
         assert_eq!(e.status, StatusCode::BAD_REQUEST);
         assert!(e.message.contains("UTF-8"), "{}", e.message);
+        // serde would read an array into the struct's fields in order.
+        let e = parse_json::<B>(b"[\"Support\"]").unwrap_err();
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(e.message, "request body must be a JSON object, not an array");
+        let e = parse_json::<B>(b"null").unwrap_err();
+        assert_eq!(e.message, "request body must be a JSON object, not null");
+        assert!(parse_json::<B>(b"{\"title\": \"Support\"}").is_ok());
     }
 }
