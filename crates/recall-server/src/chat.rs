@@ -210,10 +210,11 @@ impl RunningTurn {
 /// "usage"} or `error` {"message"}. A client that disconnects mid-stream leaves the reply
 /// stored as `partial`.
 #[utoipa::path(post, path = "/v1/conversations/{id}/chat", tag = "chat",
+    params(("id" = String, Path, description = "The conversation id")),
     request_body = ChatBody,
     responses((status = 200, description = "text/event-stream of the turn's events"),
         (status = 404, body = crate::views::ErrorBody), (status = 409, body = crate::views::ErrorBody),
-        (status = 422, body = crate::views::ErrorBody), (status = 503, body = crate::views::ErrorBody)),
+        (status = 503, body = crate::views::ErrorBody), crate::views::V1Errors),
     security(("bearer" = [])))]
 pub async fn chat_sse(
     State(state): State<AppState>,
@@ -257,7 +258,9 @@ fn sse_stream(turn: RunningTurn, first: Report) -> impl Stream<Item = Result<Eve
 /// `backend`, `model`, `id`); every event of the turn comes back as a JSON frame with its
 /// `type` and the `request_id`. Closing the socket mid-turn leaves the reply `partial`.
 #[utoipa::path(get, path = "/v1/conversations/{id}/ws", tag = "chat",
-    responses((status = 101, description = "WebSocket upgrade"), (status = 404, body = crate::views::ErrorBody)),
+    params(("id" = String, Path, description = "The conversation id")),
+    responses((status = 101, description = "WebSocket upgrade"), (status = 404, body = crate::views::ErrorBody),
+        crate::views::V1Errors),
     security(("bearer" = [])))]
 pub async fn chat_ws(
     State(state): State<AppState>,

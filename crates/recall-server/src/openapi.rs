@@ -26,7 +26,8 @@ use crate::views::*;
     components(schemas(
         ConversationView, CreateConversation, ConversationPage, MessageView, MessagePage,
         AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, ErrorBody,
-        ErrorDetail, crate::chat::ChatBody
+        ErrorDetail, crate::chat::ChatBody, PolicySchema, FormatName, TokenizerName, TrimName,
+        AppendBody
     )),
     modifiers(&BearerAuth)
 )]

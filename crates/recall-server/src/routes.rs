@@ -33,19 +33,48 @@ fn page_size(limit: Option<u32>, default: u32) -> Result<u32, ApiError> {
     }
 }
 
-/// A body that may be empty (then the defaults), else strict JSON.
+/// A body that may be empty or JSON `null` (then the defaults), else strict JSON.
 fn optional_json<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
         Ok(T::default())
     } else {
         parse_json(bytes)
     }
 }
 
+/// The counts of a policy as integers: `8000.0` is read as 8000 (JSON does not tell the two
+/// apart, and some encoders write whole numbers that way). Anything else is left for the
+/// engine to judge.
+fn whole_counts(policy: Value) -> Value {
+    const COUNTS: [&str; 6] = [
+        "max_turns",
+        "max_chars",
+        "max_tokens",
+        "user_max_chars",
+        "assistant_max_chars",
+        "tool_result_max_chars",
+    ];
+    let Value::Object(mut o) = policy else {
+        return policy;
+    };
+    for key in COUNTS {
+        if let Some(v) = o.get_mut(key) {
+            // Below 2^53 every whole f64 is exact.
+            if let Some(f) = v
+                .as_f64()
+                .filter(|f| v.is_f64() && f.fract() == 0.0 && (0.0..9.0e15).contains(f))
+            {
+                *v = Value::from(f as u64);
+            }
+        }
+    }
+    Value::Object(o)
+}
+
 /// Create a conversation.
 #[utoipa::path(post, path = "/v1/conversations", tag = "conversations",
-    request_body = CreateConversation,
-    responses((status = 201, body = ConversationView), (status = 422, body = ErrorBody)),
+    request_body = Option<CreateConversation>,
+    responses((status = 201, body = ConversationView), V1Errors),
     security(("bearer" = [])))]
 pub async fn create_conversation(
     State(state): State<AppState>,
@@ -61,7 +90,7 @@ pub async fn create_conversation(
                 title: b.title,
                 system_prompt: b.system_prompt,
                 metadata: b.metadata.unwrap_or_default(),
-                policy: b.policy,
+                policy: b.policy.map(whole_counts),
             },
         )
         .await?;
@@ -70,7 +99,7 @@ pub async fn create_conversation(
 
 /// List conversations, oldest first, a page at a time.
 #[utoipa::path(get, path = "/v1/conversations", tag = "conversations", params(ListQuery),
-    responses((status = 200, body = ConversationPage)), security(("bearer" = [])))]
+    responses((status = 200, body = ConversationPage), V1Errors), security(("bearer" = [])))]
 pub async fn list_conversations(
     State(state): State<AppState>,
     Extension(Tenant(tenant)): Extension<Tenant>,
@@ -96,7 +125,8 @@ pub async fn list_conversations(
 
 /// One conversation.
 #[utoipa::path(get, path = "/v1/conversations/{id}", tag = "conversations",
-    responses((status = 200, body = ConversationView), (status = 404, body = ErrorBody)),
+    params(("id" = String, Path, description = "The conversation id")),
+    responses((status = 200, body = ConversationView), (status = 404, body = ErrorBody), V1Errors),
     security(("bearer" = [])))]
 pub async fn get_conversation(
     State(state): State<AppState>,
@@ -109,7 +139,8 @@ pub async fn get_conversation(
 
 /// Delete a conversation and its messages.
 #[utoipa::path(delete, path = "/v1/conversations/{id}", tag = "conversations",
-    responses((status = 204), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+    params(("id" = String, Path, description = "The conversation id")),
+    responses((status = 204), (status = 404, body = ErrorBody), V1Errors), security(("bearer" = [])))]
 pub async fn delete_conversation(
     State(state): State<AppState>,
     Extension(Tenant(tenant)): Extension<Tenant>,
@@ -121,7 +152,8 @@ pub async fn delete_conversation(
 
 /// Remove a conversation's messages, keeping the conversation (seq keeps counting).
 #[utoipa::path(post, path = "/v1/conversations/{id}/clear", tag = "conversations",
-    responses((status = 200, body = Cleared), (status = 404, body = ErrorBody)),
+    params(("id" = String, Path, description = "The conversation id")),
+    responses((status = 200, body = Cleared), (status = 404, body = ErrorBody), V1Errors),
     security(("bearer" = [])))]
 pub async fn clear_conversation(
     State(state): State<AppState>,
@@ -136,11 +168,11 @@ pub async fn clear_conversation(
 /// A message with a client `id` seen before is not stored again: its first `seq` comes back
 /// with `duplicate: true`; the same id with a different message is a 409.
 #[utoipa::path(post, path = "/v1/conversations/{id}/messages", tag = "messages",
-    request_body(content = Object, description = "A message (Anthropic- or OpenAI-shaped, \
+    params(("id" = String, Path, description = "The conversation id")),
+    request_body(content = AppendBody, description = "A message (Anthropic- or OpenAI-shaped, \
         optional client `id` and `metadata`), or `{\"messages\": [...]}`"),
     responses((status = 201, body = AppendResponse), (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 422, body = ErrorBody)),
+        (status = 409, body = ErrorBody), V1Errors),
     security(("bearer" = [])))]
 pub async fn append_messages(
     State(state): State<AppState>,
@@ -245,8 +277,8 @@ fn check_same(
 
 /// Messages after a seq, oldest first.
 #[utoipa::path(get, path = "/v1/conversations/{id}/messages", tag = "messages",
-    params(MessagesQuery),
-    responses((status = 200, body = MessagePage), (status = 404, body = ErrorBody)),
+    params(("id" = String, Path, description = "The conversation id"), MessagesQuery),
+    responses((status = 200, body = MessagePage), (status = 404, body = ErrorBody), V1Errors),
     security(("bearer" = [])))]
 pub async fn list_messages(
     State(state): State<AppState>,
@@ -280,9 +312,9 @@ pub async fn list_messages(
 /// The context the conversation would send next: the prompt and stats `recall context`
 /// prints.
 #[utoipa::path(post, path = "/v1/conversations/{id}/context", tag = "context",
-    request_body = ContextBody,
-    responses((status = 200, body = ContextResponse), (status = 404, body = ErrorBody),
-        (status = 422, body = ErrorBody)),
+    params(("id" = String, Path, description = "The conversation id")),
+    request_body = Option<ContextBody>,
+    responses((status = 200, body = ContextResponse), (status = 404, body = ErrorBody), V1Errors),
     security(("bearer" = [])))]
 pub async fn context(
     State(state): State<AppState>,

@@ -78,8 +78,67 @@ pub struct CreateConversation {
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,
     /// Default context policy, e.g. `{"format": "xml", "max_turns": 10}`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<PolicySchema>)]
     pub policy: Option<Value>,
+}
+
+/// A conversation's default context policy (the OpenAPI schema of the stored JSON; the engine
+/// reads it).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = Policy)]
+#[allow(dead_code)]
+pub struct PolicySchema {
+    pub format: Option<FormatName>,
+    #[schema(minimum = 0)]
+    pub max_turns: Option<u64>,
+    #[schema(minimum = 0)]
+    pub max_chars: Option<u64>,
+    #[schema(minimum = 0)]
+    pub max_tokens: Option<u64>,
+    pub tokenizer: Option<TokenizerName>,
+    #[schema(minimum = 0)]
+    pub user_max_chars: Option<u64>,
+    #[schema(minimum = 0)]
+    pub assistant_max_chars: Option<u64>,
+    #[schema(minimum = 0)]
+    pub tool_result_max_chars: Option<u64>,
+    pub trim: Option<TrimName>,
+    /// A fraction in (0, 1].
+    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
+    pub low_water: Option<f64>,
+}
+
+/// The output formats (FORMATS.md §4), for the OpenAPI document.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = Format)]
+pub enum FormatName {
+    Transcript,
+    Bracket,
+    Xml,
+    Task,
+    Anthropic,
+    Openai,
+}
+
+/// The token counters, for the OpenAPI document.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = Tokenizer)]
+pub enum TokenizerName {
+    O200k,
+    Cl100k,
+    Chars4,
+}
+
+/// The trim modes, for the OpenAPI document.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = TrimMode)]
+pub enum TrimName {
+    Sliding,
+    Stable,
 }
 
 /// A page of conversations.
@@ -96,6 +155,7 @@ pub struct ListQuery {
     /// The `next_cursor` of the previous page.
     pub after: Option<String>,
     /// Page size, 1 to 1000 (default 50).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -103,8 +163,10 @@ pub struct ListQuery {
 #[serde(deny_unknown_fields)]
 pub struct MessagesQuery {
     /// Messages with a seq above this (default 0: from the start).
+    #[param(minimum = 0)]
     pub after: Option<i64>,
     /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -142,6 +204,107 @@ pub struct MessagePage {
     pub next_after: Option<i64>,
 }
 
+/// `POST …/messages`: one message, or `{"messages": [...]}`. The schema of the OpenAPI
+/// document; the handler reads the body with the engine's parser, which also takes
+/// OpenAI-shaped messages (`tool_calls`, `role: "tool"`) and keeps unknown block types.
+pub struct AppendBody;
+
+/// Block types the parser reads into typed blocks; any other `type` is kept as it came.
+const TYPED_BLOCKS: &str =
+    "text|input_text|output_text|thinking|redacted_thinking|tool_use|tool_result";
+
+impl utoipa::PartialSchema for AppendBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{
+            AdditionalProperties, ArrayBuilder, ObjectBuilder, OneOfBuilder, SchemaType, Type,
+        };
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        // Text with something besides white space: blank content is refused.
+        let text = || string().pattern(Some(r"\S"));
+        let block = |ty: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property("type", string().enum_values(Some([ty])))
+                .required("type")
+        };
+        let any_block = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "Any other block (image, document, ...): kept as it came",
+            ))
+            .property(
+                "type",
+                string().pattern(Some(format!("^(?!({TYPED_BLOCKS})$)"))),
+            )
+            .required("type");
+        let blocks = ArrayBuilder::new().min_items(Some(1)).items(
+            OneOfBuilder::new()
+                .item(block("text").property("text", text()).required("text"))
+                .item(
+                    block("tool_use")
+                        .property("id", string())
+                        .property("name", string())
+                        .property("input", ObjectBuilder::new().schema_type(Type::Object))
+                        .required("id")
+                        .required("name"),
+                )
+                .item(
+                    block("tool_result")
+                        .property("tool_use_id", string())
+                        .property("content", string())
+                        .required("tool_use_id"),
+                )
+                .item(any_block),
+        );
+        let content = OneOfBuilder::new().item(text()).item(blocks);
+        let message = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "role",
+                string().enum_values(Some(["user", "assistant", "system", "developer"])),
+            )
+            .property("content", content)
+            .property(
+                "id",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([
+                        Type::String,
+                        Type::Number,
+                        Type::Null,
+                    ]))
+                    .description(Some(
+                        "Client id: a retry with the same id and message is not stored again",
+                    )),
+            )
+            .property(
+                "metadata",
+                ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Object, Type::Null])),
+            )
+            .required("role")
+            .required("content")
+            .description(Some(
+                "A message, Anthropic-shaped (OpenAI-shaped is read too)",
+            ))
+            .build();
+        let batch = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "messages",
+                ArrayBuilder::new()
+                    .min_items(Some(1))
+                    .items(message.clone()),
+            )
+            .required("messages")
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+            .description(Some(
+                "Several messages, stored in one transaction (all or none)",
+            ));
+        OneOfBuilder::new().item(message).item(batch).into()
+    }
+}
+
+impl ToSchema for AppendBody {}
+
 /// One appended message.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AppendedView {
@@ -165,27 +328,66 @@ pub struct Cleared {
 
 /// `POST …/context`: the format (default: the conversation's, else `transcript`), the
 /// current message, escaping, and limits over the format's and the conversation's defaults.
+/// Counts accept integral floats (`8000.0`): JSON does not tell them apart.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBody {
-    #[schema(value_type = Option<String>, example = "anthropic")]
+    #[schema(value_type = Option<FormatName>, example = "anthropic")]
     pub format: Option<Format>,
+    /// The message the context is built for; not blank.
+    #[schema(pattern = r"\S")]
     pub current: Option<String>,
     /// Turn-label escaping in text formats (default true).
     pub escape: Option<bool>,
+    #[serde(default, deserialize_with = "count")]
+    #[schema(value_type = Option<u64>, minimum = 0)]
     pub max_turns: Option<usize>,
+    #[serde(default, deserialize_with = "count")]
+    #[schema(minimum = 0)]
     pub max_chars: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    #[schema(minimum = 0)]
     pub max_tokens: Option<u64>,
-    /// `o200k`, `cl100k` or `chars4`.
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<TokenizerName>)]
     pub tokenizer: Option<Tokenizer>,
+    #[serde(default, deserialize_with = "count")]
+    #[schema(value_type = Option<u64>, minimum = 0)]
     pub user_max_chars: Option<usize>,
+    #[serde(default, deserialize_with = "count")]
+    #[schema(value_type = Option<u64>, minimum = 0)]
     pub assistant_max_chars: Option<usize>,
+    #[serde(default, deserialize_with = "count")]
+    #[schema(value_type = Option<u64>, minimum = 0)]
     pub tool_result_max_chars: Option<usize>,
-    /// `sliding` or `stable`.
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<TrimName>)]
     pub trim: Option<TrimMode>,
+    /// A fraction in (0, 1].
+    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
     pub low_water: Option<f64>,
+}
+
+/// An optional count: an integer, or a float with no fractional part (`8000.0`, as some JSON
+/// encoders write whole numbers), within the type's range.
+pub fn count<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    use serde::de::Error;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let whole = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < u64::MAX as f64)
+            .map(|f| f as u64)
+    });
+    whole
+        .and_then(|v| T::try_from(v).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            D::Error::custom(format!("invalid value: {n}, expected a count (0 or more)"))
+        })
 }
 
 impl ContextBody {
@@ -209,11 +411,43 @@ impl ContextBody {
 pub struct ContextResponse {
     pub format: String,
     /// A string for text formats, the request body for `anthropic` and `openai`.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = string_or_object)]
     pub prompt: Value,
     /// Selection stats (FORMATS.md §3.2).
     #[schema(value_type = Object)]
     pub stats: Value,
+}
+
+/// `prompt`: a string or an object.
+fn string_or_object() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::String))
+            .item(ObjectBuilder::new().schema_type(Type::Object))
+            .build(),
+    )
+}
+
+/// The errors every `/v1` route may answer, besides its own (404, 409).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum V1Errors {
+    /// The body is not JSON: syntax, encoding, nesting.
+    #[response(status = 400)]
+    Malformed(ErrorBody),
+    /// No API key, or one that is unknown or revoked.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// The body is over the size limit, or an append carries too many messages.
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// Well-formed JSON that is not an acceptable request; a bad query string.
+    #[response(status = 422)]
+    Invalid(ErrorBody),
+    /// The tenant's rate limit is spent (`Retry-After` says for how long).
+    #[response(status = 429)]
+    RateLimited(ErrorBody),
 }
 
 /// The error shape of every 4xx and 5xx answer.
