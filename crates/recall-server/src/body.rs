@@ -89,7 +89,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         Value::Null => "null",
     };
     Err(ApiError::invalid(format!(
-        "request body must be a JSON object, not {kind}"
+        "invalid request body: expected a JSON object, not {kind}"
     )))
 }
 
@@ -203,9 +203,15 @@ mod tests {
         // serde would read an array into the struct's fields in order.
         let e = parse_json::<B>(b"[\"Support\"]").unwrap_err();
         assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
-        assert_eq!(e.message, "request body must be a JSON object, not an array");
+        assert_eq!(
+            e.message,
+            "invalid request body: expected a JSON object, not an array"
+        );
         let e = parse_json::<B>(b"null").unwrap_err();
-        assert_eq!(e.message, "request body must be a JSON object, not null");
+        assert_eq!(
+            e.message,
+            "invalid request body: expected a JSON object, not null"
+        );
         assert!(parse_json::<B>(b"{\"title\": \"Support\"}").is_ok());
     }
 }

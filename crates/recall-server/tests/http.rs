@@ -429,7 +429,7 @@ async fn bad_input_is_refused_and_changes_nothing(b: Backend) {
             b"[1, 2]".to_vec(),
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_request",
-            "message object",
+            "expected a JSON object, not an array",
         ),
         (
             b"{\"role\": \"robot\", \"content\": \"x\"}".to_vec(),
