@@ -8,6 +8,8 @@ use axum::routing::{any, MethodRouter};
 use recall_mcp::streamable_http::{HttpOptions, McpHttp};
 
 use crate::auth::Tenant;
+use crate::body::read_body;
+use crate::error::ApiError;
 use crate::AppState;
 
 /// The `/mcp` route; it must sit behind [`crate::auth::authenticate`], which sets the tenant.
@@ -24,7 +26,16 @@ pub(crate) fn route(state: &AppState) -> MethodRouter<AppState> {
     any(
         move |Extension(Tenant(tenant)): Extension<Tenant>, req: Request| {
             let endpoint = endpoint.clone();
-            async move { endpoint.handle(&tenant, req).await.map(Body::new) }
+            async move {
+                // The whole body is read first (within the limit, as for /v1): an answer
+                // given before the body is read (the Host check's 403) makes the server
+                // close the connection under a client that may still be sending, which
+                // that client sees as a broken connection instead of the answer.
+                let (parts, body) = req.into_parts();
+                let bytes = read_body(Request::from_parts(parts.clone(), body), &()).await?;
+                let req = Request::from_parts(parts, Body::from(bytes));
+                Ok::<_, ApiError>(endpoint.handle(&tenant, req).await.map(Body::new))
+            }
         },
     )
 }
