@@ -18,5 +18,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# In CI the property tests draw from a fixed seed, so that a red run can be replayed exactly;
+# local runs draw a new one each time (and record failures in *.proptest-regressions).
+if [ "${CI:-}" = true ]; then
+  export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261122}"
+fi
 echo "== cargo test"
 cargo test --workspace --locked --no-fail-fast

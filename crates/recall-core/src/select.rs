@@ -294,6 +294,8 @@ pub fn select(
     let mut skipped = 0usize;
     let mut totals = Totals::default();
     let mut kept_rev: Vec<Kept> = Vec::new();
+    // Parallel to `kept_rev`: whether the message is the first member of its unit.
+    let mut unit_start_rev: Vec<bool> = Vec::new();
     // Filled when the walk stops before the start: the newest message, repaired, so that
     // step 5 can keep it.
     let mut newest: Option<Kept> = None;
@@ -323,16 +325,21 @@ pub fn select(
         }
         first_unit = first_unit && unit.is_empty();
         totals = t;
+        // Only a unit's first member may start the history: a message inside a unit (a
+        // results message repaired down to its text) sits between a tool_use and its result.
+        unit_start_rev.extend((0..unit.len()).map(|n| n + 1 == unit.len()));
         kept_rev.extend(unit.into_iter().rev());
         i = unit_start;
     }
 
     kept_rev.reverse();
+    unit_start_rev.reverse();
     let mut kept = kept_rev;
     // Step 4: start on a user message with text that is not inside a tool pair.
     let lead = kept
         .iter()
-        .position(|k| k.message.is_cut_point())
+        .zip(&unit_start_rev)
+        .position(|(k, &starts_unit)| starts_unit && k.message.is_cut_point())
         .unwrap_or(kept.len());
     kept.drain(..lead);
 

@@ -553,6 +553,7 @@ fn oracle_select(
     let repaired = oracle_repair(items);
     let (mut tokens, mut chars, mut turns) = (0u64, 0u64, 0usize);
     let mut kept_rev: Vec<(usize, Message, bool)> = Vec::new();
+    let mut starts_rev: Vec<bool> = Vec::new();
     let mut newest = None;
     let mut first = true;
     for unit in oracle_units(items).into_iter().rev() {
@@ -580,12 +581,17 @@ fn oracle_select(
         }
         first &= members.is_empty();
         (tokens, chars, turns) = (t, c, u);
+        // Only a unit's first member may start the history (the others sit between a
+        // tool_use and its result, even when repaired down to text).
+        starts_rev.extend((0..members.len()).map(|n| n + 1 == members.len()));
         kept_rev.extend(members.into_iter().rev());
     }
+    let starts: Vec<bool> = starts_rev.into_iter().rev().collect();
     let mut kept: Vec<_> = kept_rev.into_iter().rev().collect();
     let lead = kept
         .iter()
-        .position(|(_, m, _)| cut_point(m))
+        .zip(&starts)
+        .position(|((_, m, _), &start)| start && cut_point(m))
         .unwrap_or(kept.len());
     kept.drain(..lead);
     let mut alone = false;
