@@ -13,7 +13,11 @@
 //! - An append with a client id seen before returns the first append's `seq` and writes
 //!   nothing.
 //! - Every message carries its token counts (o200k, cl100k), characters and running totals,
-//!   so a context window is found with index probes and only the returned messages are read.
+//!   so a context window's start follows from them and only the returned messages are read
+//!   (PostgreSQL: index probes on the totals; SQLite: a walk back from the newest message
+//!   that stops at the start).
+//! - Search finds every stored message: PostgreSQL's index follows every write; SQLite's is
+//!   brought up to date by each search before it answers (appends do not index).
 //!   System messages join the system prompt: they are in no running total and no window.
 //! - A stable window's state (`stable_windows`, per conversation and budget) is created by the
 //!   first context build that needs it and advanced by every append after that, in the
@@ -47,7 +51,7 @@ pub use model::{
     SearchHit, StoredMessage, StoredTask,
 };
 pub use sql::{PgStore, SqliteStore};
-pub use window::{Window, WindowBounds};
+pub use window::Window;
 
 use async_trait::async_trait;
 use recall_core::policy::Policy;
@@ -117,7 +121,7 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<StoredMessage>, StoreError>;
 
     /// The messages a context under `policy` can need: the newest messages from a start
-    /// found from the stored running totals (see [`WindowBounds`]), and, for stable windows,
+    /// found from the stored running totals, and, for stable windows,
     /// the persisted window start (created here on first use, then advanced by appends; one
     /// left behind is caught up here).
     async fn context_window(

@@ -11,10 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use recall_core::message::{content_json, Message, Role};
 use recall_core::parse::parse_message_value;
-use recall_core::policy::{Policy, TrimMode};
+use recall_core::policy::Policy;
 use recall_core::select::{select, HistoryMessage, Stats, LATEST_EXCEEDS};
 use recall_core::stable::{StableState, WindowItem};
-use recall_core::tokens::Tokenizer;
 use serde_json::{Map, Value};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -26,10 +25,11 @@ use crate::model::{
     Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, SearchHit,
     StoredMessage, StoredTask,
 };
-use crate::window::{cum_column, StableKey, Totals, Window, WindowBounds};
+use crate::window::{StableKey, Total, Totals, Window};
 use crate::Store;
 
 mod direct;
+mod pg_window;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -355,19 +355,19 @@ fn walk_reaches_start(messages: &[HistoryMessage], policy: &Policy) -> Option<St
     reached.then_some(s.stats)
 }
 
-/// The budgets of a policy as (running-total column, limit, total kept by a selection).
-fn budgets(policy: &Policy, stats: &Stats) -> Vec<(&'static str, i64, i64)> {
+/// The budgets of a policy as (running total, limit, total kept by a selection).
+fn budgets(policy: &Policy, stats: &Stats) -> Vec<(Total, i64, i64)> {
     let mut b = Vec::new();
     if let Some(max) = policy.max_tokens {
         b.push((
-            cum_column(policy.tokenizer),
+            Total::tokens(policy.tokenizer),
             max.min(i64::MAX as u64) as i64,
             stats.tokens as i64,
         ));
     }
     if let Some(max) = policy.max_chars {
         b.push((
-            "cum_chars",
+            Total::Chars,
             max.min(i64::MAX as u64) as i64,
             stats.chars as i64,
         ));
@@ -384,6 +384,52 @@ struct StableRow {
     last_seq: i64,
 }
 
+/// A stable window's state advanced over the messages after `row.last_seq`, up to `last_seq`:
+/// the fold of `StableState::append` over them. `rows` are the `(seq, cost, flags)` of the
+/// non-system messages from `row.start_seq` to `last_seq`, oldest first (a window over budget
+/// jumps forward within what it holds, so its messages are needed from its start).
+fn fold_stable(
+    rows: &[(i64, i64, i64)],
+    key: &StableKey,
+    row: StableRow,
+    last_seq: i64,
+) -> StableRow {
+    let items: Vec<WindowItem> = rows
+        .iter()
+        .map(|&(_, c, f)| WindowItem {
+            cost: c.max(0) as u64,
+            cut_point: f & 2 != 0,
+        })
+        .collect();
+    let mut st = StableState {
+        start: 0,
+        cost: row.cost.max(0) as u64,
+    };
+    for (k, &(seq, _, _)) in rows.iter().enumerate() {
+        if seq <= row.last_seq {
+            continue;
+        }
+        st.append(items[k].cost, key.budget, key.low_water, |s| {
+            items[s..=k].to_vec()
+        });
+    }
+    StableRow {
+        start_seq: rows.get(st.start).map_or(row.start_seq, |r| r.0),
+        cost: st.cost.min(i64::MAX as u64) as i64,
+        last_seq,
+    }
+}
+
+/// The figures a stable window's catch-up reads (see [`fold_stable`]): `seq`, the cost under
+/// the key, `flags`, for the non-system messages of conversation `$1` with `$2 <= seq <= $3`.
+fn stable_rows_sql(key: &StableKey) -> String {
+    format!(
+        "SELECT seq, {}, flags FROM messages WHERE conversation_id = $1 \
+         AND seq >= $2 AND seq <= $3 AND role <> 'system' ORDER BY seq",
+        key.cost_sql()
+    )
+}
+
 /// The conversation row as a context read saw it.
 #[derive(Debug, Clone, Copy)]
 struct Snapshot {
@@ -393,200 +439,6 @@ struct Snapshot {
     /// Whether any system message is stored (most conversations have none: their read is
     /// skipped).
     has_system: bool,
-}
-
-/// The larger of two SQL expressions, as both databases write it (SQLite's `max(a, b)` is
-/// PostgreSQL's `GREATEST`).
-fn sql_max(a: &str, b: &str) -> String {
-    format!("CASE WHEN {a} >= {b} THEN {a} ELSE {b} END")
-}
-
-/// The oldest start a budget lets a selection reach, as an SQL expression over the
-/// `messages` of conversation `$1` (see `budget_start`): 0 when `threshold` is not positive.
-fn budget_start_sql(column: &str, threshold: &str) -> String {
-    let first = format!(
-        "(SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= {threshold} \
-         ORDER BY {column}, seq LIMIT 1)"
-    );
-    format!(
-        "CASE WHEN {threshold} > 0 THEN COALESCE((SELECT seq FROM messages \
-         WHERE conversation_id = $1 AND cum_cuts >= {first} AND {first} > 0 \
-         ORDER BY cum_cuts, seq LIMIT 1), 0) ELSE 0 END"
-    )
-}
-
-/// The whole context read as one statement, so that it is one round trip and, without a
-/// transaction, still one snapshot (a statement reads one snapshot on SQLite and PostgreSQL):
-/// the conversation row, the stable window's state, the turn and budget probes of
-/// `WindowBounds` computed from the row's totals, and the messages from the start they give
-/// plus every system message. Parameters: `$1` id, `$2` tenant, `$3` token budget, `$4`
-/// character budget, `$5` turn limit (`i64::MAX` for none: the thresholds go negative), `$6`
-/// the stable key (empty for none). Columns: the conversation's (0–10), the stable state's
-/// start and last seq (11, 12), the turn floor (13), the start (14), then `MESSAGE_COLUMNS`
-/// (15–25): one row of the conversation (message columns NULL), one per message (the others
-/// NULL), in no particular order.
-/// The CTEs are materialized so that each probe runs once, not once per reference.
-fn fast_window_sql(t: Tokenizer) -> &'static str {
-    // Built once per tokenizer: the text is the statement caches' key.
-    static SQL: [OnceLock<String>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let slot = match t {
-        Tokenizer::O200k => 0,
-        Tokenizer::Cl100k => 1,
-        Tokenizer::Chars4 => 2,
-    };
-    SQL[slot].get_or_init(|| build_fast_window_sql(t))
-}
-
-fn build_fast_window_sql(t: Tokenizer) -> String {
-    let cum_tokens = cum_column(t);
-    let total_tokens = cum_tokens.replacen("cum_", "total_", 1);
-    let budget_tokens = budget_start_sql(cum_tokens, "c.total_tok - $3");
-    let budget_chars = budget_start_sql("cum_chars", "c.total_ch - $4");
-    let stable = "CASE WHEN w.st_last >= w.last_seq THEN w.st_start ELSE 0 END";
-    let start = sql_max(
-        &sql_max("w.turn_floor", stable),
-        &sql_max("w.b_tokens", "w.b_chars"),
-    );
-    // The window's upper bound (`seq <= last_seq`) holds for every row; it is there for
-    // PostgreSQL's planner, which estimates a lone `seq >= (subquery)` at a third of the
-    // conversation and then scans the table (4 ms at 10,000 messages) instead of the primary
-    // key (0.15 ms): a closed range is estimated small.
-    // Branches of a UNION ALL fill the other branch's columns with NULL; no ORDER BY (a
-    // sort would copy every message into a temporary b-tree): the caller orders by seq.
-    let no_message = ["NULL"; 11].join(", ");
-    let no_header = ["NULL"; 15].join(", ");
-    format!(
-        "WITH c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
-         total_chars AS total_ch, total_cuts AS total_cut FROM conversations \
-         WHERE id = $1 AND tenant = $2), \
-         w AS MATERIALIZED (SELECT c.*, \
-         (SELECT start_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_start, \
-         (SELECT last_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_last, \
-         CASE WHEN c.total_cut - $5 >= 1 THEN COALESCE((SELECT seq FROM messages \
-         WHERE conversation_id = $1 AND cum_cuts >= c.total_cut - $5 ORDER BY cum_cuts, seq LIMIT 1), 0) \
-         ELSE 0 END AS turn_floor, \
-         {budget_tokens} AS b_tokens, {budget_chars} AS b_chars FROM c), \
-         s AS MATERIALIZED (SELECT w.*, {start} AS start FROM w) \
-         SELECT s.id, s.tenant, s.title, s.system_prompt, s.metadata, s.policy, s.created_at, \
-         s.updated_at, s.message_count, s.last_seq, s.total_o200k, s.st_start, s.st_last, \
-         s.turn_floor, s.start, {no_message} FROM s \
-         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
-         WHERE conversation_id = $1 AND role = 'system' AND EXISTS (SELECT 1 FROM s) \
-         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
-         WHERE conversation_id = $1 AND role <> 'system' AND seq >= (SELECT start FROM s) \
-         AND seq <= (SELECT last_seq FROM s)"
-    )
-}
-
-/// The parameters of [`fast_window_sql`] for a policy.
-struct FastParams {
-    max_tokens: i64,
-    max_chars: i64,
-    max_turns: i64,
-    /// The stable window's key; empty (no stored key is) without one.
-    key: String,
-    stable: bool,
-}
-
-impl FastParams {
-    fn of(policy: &Policy) -> FastParams {
-        let stable_key = if policy.trim == TrimMode::Stable {
-            StableKey::of(policy)
-        } else {
-            None
-        };
-        let unbounded = i64::MAX;
-        let limit = |v: Option<u64>| v.map_or(unbounded, |m| m.min(i64::MAX as u64) as i64);
-        // Budgets are only probed without per-message caps (see `WindowBounds`); an unbounded
-        // limit makes its threshold negative, which the SQL reads as "no probe".
-        let (max_tokens, max_chars) = if policy.has_caps() {
-            (unbounded, unbounded)
-        } else {
-            (limit(policy.max_tokens), limit(policy.max_chars))
-        };
-        FastParams {
-            max_tokens,
-            max_chars,
-            max_turns: policy
-                .max_turns
-                .map_or(unbounded, |n| n.min(i64::MAX as usize) as i64),
-            stable: stable_key.is_some(),
-            key: stable_key.map(|k| k.key()).unwrap_or_default(),
-        }
-    }
-}
-
-/// What [`fast_window_sql`] returned, decoded (by either driver).
-struct FastRead {
-    conv: Conversation,
-    /// The stable window's start and last seq, when one is stored.
-    st_start: Option<i64>,
-    st_last: Option<i64>,
-    turn_floor: i64,
-    start: i64,
-    /// The messages read, in no particular order.
-    stored: Vec<StoredMessage>,
-}
-
-/// The window of a one-statement read, or `None` when that read cannot finish the job: a
-/// stable window whose state is missing or behind (it must be caught up and saved), or a
-/// selection whose repairs leave room for older messages.
-fn finish_fast_window(
-    read: FastRead,
-    policy: &Policy,
-    p: &FastParams,
-) -> Option<(Conversation, Window)> {
-    let FastRead {
-        conv,
-        st_start,
-        st_last,
-        turn_floor,
-        start,
-        mut stored,
-    } = read;
-    let stable_start = if p.stable {
-        match (st_start, st_last) {
-            (Some(s), Some(seen)) if seen >= conv.last_seq => Some(s),
-            _ => return None,
-        }
-    } else {
-        None
-    };
-    let floor = turn_floor.max(stable_start.unwrap_or(0));
-    stored.sort_unstable_by_key(|m| m.seq);
-    let mut system_parts = Vec::new();
-    let mut system_count = 0;
-    let mut messages = Vec::with_capacity(stored.len());
-    for m in stored {
-        if m.message.role == Role::System {
-            system_count += 1;
-            let text = recall_core::context::system_text(&m.message);
-            // As recall-core gathers them: blank parts are left out.
-            if !text.trim().is_empty() {
-                system_parts.push(text);
-            }
-        } else {
-            messages.push(HistoryMessage {
-                index: m.seq.max(0) as usize,
-                measure: m.figures.measure(policy.tokenizer),
-                message: m.message,
-            });
-        }
-    }
-    if start > floor && walk_reaches_start(&messages, policy).is_some() {
-        return None;
-    }
-    let history_count = (conv.message_count.max(0) as usize).saturating_sub(system_count);
-    let older = history_count.saturating_sub(messages.len());
-    Some((
-        conv,
-        Window {
-            system_parts,
-            messages,
-            older,
-            stable_start,
-        },
-    ))
 }
 
 /// The rows an append writes, once the conversation is locked: each message's seq and the
@@ -642,7 +494,7 @@ fn plan_appends(
 }
 
 macro_rules! sql_store {
-    ($store:ident, $db:ty, $pool:ty, $begin:expr, $read:expr, $lock:expr) => {
+    ($store:ident, $db:ty, $pool:ty, $begin:expr, $lock:expr) => {
         impl $store {
             /// The connection pool (for tests and tools).
             pub fn pool(&self) -> &$pool {
@@ -897,175 +749,6 @@ macro_rules! sql_store {
                 .decode()
             }
 
-            /// The conversation row as the read transaction sees it.
-            async fn snapshot(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                tenant: &str,
-                id: &str,
-            ) -> Result<(Conversation, Snapshot), StoreError> {
-                let sql = format!(
-                    "SELECT {CONVERSATION_COLUMNS}, total_cl100k, total_chars, total_chars4, total_cuts, \
-                     CAST(CASE WHEN EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 \
-                     AND role = 'system') THEN 1 ELSE 0 END AS BIGINT) \
-                     FROM conversations WHERE id = $1 AND tenant = $2"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(id)
-                    .bind(tenant)
-                    .fetch_optional(&mut *conn)
-                    .await?
-                    .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
-                let conv = Self::conversation_from_row(&row)?;
-                let snap = Snapshot {
-                    totals: Totals {
-                        o200k: conv.total_tokens,
-                        cl100k: row.try_get(11)?,
-                        chars: row.try_get(12)?,
-                        chars4: row.try_get(13)?,
-                        cuts: row.try_get(14)?,
-                    },
-                    count: conv.message_count,
-                    last_seq: conv.last_seq,
-                    has_system: row.try_get::<i64, _>(15)? != 0,
-                };
-                Ok((conv, snap))
-            }
-
-            /// The seq of the cut point numbered `cut` (the newest cut point at or before a
-            /// message whose `cum_cuts` is `cut`); 0 when `cut` is 0.
-            async fn cut_start(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                id: &str,
-                cut: i64,
-            ) -> Result<i64, StoreError> {
-                if cut <= 0 {
-                    return Ok(0);
-                }
-                let seq: Option<i64> = sqlx::query_scalar(
-                    "SELECT seq FROM messages WHERE conversation_id = $1 AND cum_cuts >= $2 \
-                     ORDER BY cum_cuts, seq LIMIT 1",
-                )
-                .bind(id)
-                .bind(cut)
-                .fetch_optional(&mut *conn)
-                .await?;
-                Ok(seq.unwrap_or(0))
-            }
-
-            /// The oldest start a budget lets a selection reach when stored figures are what
-            /// selection counts: the cut point at or before the first message whose running
-            /// total in `column` reaches `threshold` (see `WindowBounds`); 0 for everything.
-            async fn budget_start(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                id: &str,
-                column: &str,
-                threshold: i64,
-            ) -> Result<i64, StoreError> {
-                if threshold <= 0 {
-                    return Ok(0);
-                }
-                // One statement for both probes (each is a round trip): the cut count of the
-                // first message reaching the threshold, then the cut point with that count
-                // (none when the count is 0: the window starts at the beginning).
-                let sql = format!(
-                    "SELECT seq FROM messages WHERE conversation_id = $1 AND cum_cuts >= \
-                     (SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= $2 \
-                     ORDER BY {column}, seq LIMIT 1) AND (SELECT cum_cuts FROM messages \
-                     WHERE conversation_id = $1 AND {column} >= $2 ORDER BY {column}, seq LIMIT 1) > 0 \
-                     ORDER BY cum_cuts, seq LIMIT 1"
-                );
-                let seq: Option<i64> = sqlx::query_scalar(&sql)
-                    .bind(id)
-                    .bind(threshold)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                Ok(seq.unwrap_or(0))
-            }
-
-            /// The running total in `column` just before `seq` (0 when nothing is older).
-            async fn total_before(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                id: &str,
-                column: &str,
-                seq: i64,
-            ) -> Result<i64, StoreError> {
-                let sql = format!(
-                    "SELECT {column} FROM messages WHERE conversation_id = $1 AND seq < $2 \
-                     ORDER BY seq DESC LIMIT 1"
-                );
-                let v: Option<i64> = sqlx::query_scalar(&sql)
-                    .bind(id)
-                    .bind(seq)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                Ok(v.unwrap_or(0))
-            }
-
-            /// Non-system messages with `from <= seq < before`, oldest first, measured under `t`.
-            async fn history(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                id: &str,
-                from: i64,
-                before: i64,
-                t: Tokenizer,
-            ) -> Result<Vec<HistoryMessage>, StoreError> {
-                let sql = format!(
-                    "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND seq >= $2 \
-                     AND seq < $3 AND role <> 'system' ORDER BY seq"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(id)
-                    .bind(from)
-                    .bind(before)
-                    .fetch_all(&mut *conn)
-                    .await?;
-                let mut out = Vec::with_capacity(rows.len());
-                for row in &rows {
-                    let m = Self::stored_from_row(row)?;
-                    out.push(HistoryMessage {
-                        index: m.seq.max(0) as usize,
-                        measure: m.figures.measure(t),
-                        message: m.message,
-                    });
-                }
-                Ok(out)
-            }
-
-            /// The stable window's first seq under `key`, advanced over the history appended
-            /// since its state was saved, and the state to save when the stored one is missing
-            /// or behind `last_seq` (the conversation's, as the read saw it). A current state
-            /// (appends advance it) is returned without reading any message.
-            async fn stable_start(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                id: &str,
-                key: &StableKey,
-                last_seq: i64,
-            ) -> Result<(i64, Option<StableRow>), StoreError> {
-                let state: Option<(i64, i64, i64)> = sqlx::query_as(
-                    "SELECT start_seq, cost, last_seq FROM stable_windows \
-                     WHERE conversation_id = $1 AND policy_key = $2",
-                )
-                .bind(id)
-                .bind(key.key())
-                .fetch_optional(&mut *conn)
-                .await?;
-                let row = match state {
-                    Some((start_seq, cost, seen)) => {
-                        if seen >= last_seq {
-                            return Ok((start_seq, None));
-                        }
-                        StableRow {
-                            start_seq,
-                            cost,
-                            last_seq: seen,
-                        }
-                    }
-                    None => StableRow::default(),
-                };
-                let next = Self::stable_catch_up(conn, id, key, row, last_seq).await?;
-                Ok((next.start_seq, Some(next)))
-            }
-
             /// Advances a stable window's state over the non-system messages after
             /// `row.last_seq`, up to `last_seq`: the fold of `StableState::append` over them,
             /// reading the window's figures from its start (a window over budget jumps
@@ -1077,42 +760,13 @@ macro_rules! sql_store {
                 row: StableRow,
                 last_seq: i64,
             ) -> Result<StableRow, StoreError> {
-                // System messages are not history: the window never counts them.
-                let sql = format!(
-                    "SELECT seq, {}, flags FROM messages WHERE conversation_id = $1 \
-                     AND seq >= $2 AND seq <= $3 AND role <> 'system' ORDER BY seq",
-                    key.cost_sql()
-                );
-                let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&sql)
+                let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&stable_rows_sql(key))
                     .bind(id)
                     .bind(row.start_seq)
                     .bind(last_seq)
                     .fetch_all(&mut *conn)
                     .await?;
-                let items: Vec<WindowItem> = rows
-                    .iter()
-                    .map(|&(_, c, f)| WindowItem {
-                        cost: c.max(0) as u64,
-                        cut_point: f & 2 != 0,
-                    })
-                    .collect();
-                let mut st = StableState {
-                    start: 0,
-                    cost: row.cost.max(0) as u64,
-                };
-                for (k, &(seq, _, _)) in rows.iter().enumerate() {
-                    if seq <= row.last_seq {
-                        continue;
-                    }
-                    st.append(items[k].cost, key.budget, key.low_water, |s| {
-                        items[s..=k].to_vec()
-                    });
-                }
-                Ok(StableRow {
-                    start_seq: rows.get(st.start).map_or(row.start_seq, |r| r.0),
-                    cost: st.cost.min(i64::MAX as u64) as i64,
-                    last_seq,
-                })
+                Ok(fold_stable(&rows, key, row, last_seq))
             }
 
             /// Advances, inside an append's transaction, the stable windows that were current
@@ -1172,160 +826,6 @@ macro_rules! sql_store {
                     .await?;
                 }
                 Ok(())
-            }
-
-            /// The one-statement context read (see [`fast_window_sql`]) through sqlx; its
-            /// result is interpreted by [`finish_fast_window`]. (SQLite reads through its
-            /// direct connections instead.)
-            #[allow(dead_code)]
-            async fn window_fast_sqlx(
-                &self,
-                tenant: &str,
-                id: &str,
-                policy: &Policy,
-            ) -> Result<Option<(Conversation, Window)>, StoreError> {
-                let p = FastParams::of(policy);
-                let rows = sqlx::query(fast_window_sql(policy.tokenizer))
-                    .bind(id)
-                    .bind(tenant)
-                    .bind(p.max_tokens)
-                    .bind(p.max_chars)
-                    .bind(p.max_turns)
-                    .bind(&p.key)
-                    .fetch_all(&self.pool)
-                    .await?;
-                // The conversation's row: its id is never NULL. Without it, no other row
-                // either (every branch requires it).
-                let mut header = None;
-                for row in &rows {
-                    if row.try_get::<Option<String>, _>(0)?.is_some() {
-                        header = Some(row);
-                        break;
-                    }
-                }
-                let Some(first) = header else {
-                    return Err(StoreError::ConversationNotFound(id.to_string()));
-                };
-                let mut stored = Vec::with_capacity(rows.len());
-                for row in &rows {
-                    // The conversation's row has no message.
-                    if row.try_get::<Option<i64>, _>(15)?.is_some() {
-                        stored.push(Self::stored_at(row, 15)?);
-                    }
-                }
-                let read = FastRead {
-                    conv: Self::conversation_from_row(first)?,
-                    st_start: first.try_get(11)?,
-                    st_last: first.try_get(12)?,
-                    turn_floor: first.try_get(13)?,
-                    start: first.try_get(14)?,
-                    stored,
-                };
-                Ok(finish_fast_window(read, policy, &p))
-            }
-
-            /// The context read in one read transaction, with every probe a statement of its
-            /// own: the path taken when the one-statement read finds a stable window to catch
-            /// up or a repaired selection that needs older messages.
-            async fn window_in_tx(
-                &self,
-                tenant: &str,
-                id: &str,
-                policy: &Policy,
-            ) -> Result<(Conversation, Window), StoreError> {
-                // One snapshot: totals, system messages and history agree even while other
-                // connections append.
-                let mut tx = self.pool.begin_with($read).await?;
-                let conn: &mut <$db as sqlx::Database>::Connection = &mut tx;
-                let (conv, snap) = Self::snapshot(conn, tenant, id).await?;
-                let bounds = WindowBounds::for_policy(policy, &snap.totals);
-                // Starts selection never walks past: the turn limit's (one turn further back,
-                // so the unit that breaks the limit is read too) and the stable window's.
-                let mut floor = match bounds.min_cut {
-                    Some(c) => Self::cut_start(conn, id, c).await?,
-                    None => 0,
-                };
-                let stable_key = if policy.trim == TrimMode::Stable {
-                    StableKey::of(policy)
-                } else {
-                    None
-                };
-                let (stable_start, save) = match &stable_key {
-                    Some(key) => {
-                        let (s, save) = Self::stable_start(conn, id, key, snap.last_seq).await?;
-                        (Some(s), save)
-                    }
-                    None => (None, None),
-                };
-                if let Some(s) = stable_start {
-                    floor = floor.max(s);
-                }
-                let mut start = floor;
-                for (column, threshold) in &bounds.budgets {
-                    start = start.max(Self::budget_start(conn, id, column, *threshold).await?);
-                }
-
-                let system_rows: Vec<(i64, String)> = if !snap.has_system {
-                    Vec::new()
-                } else {
-                    sqlx::query_as(
-                        "SELECT seq, content FROM messages WHERE conversation_id = $1 \
-                         AND role = 'system' ORDER BY seq",
-                    )
-                    .bind(id)
-                    .fetch_all(&mut *conn)
-                    .await?
-                };
-                let system_count = system_rows.len();
-                let mut system_parts = Vec::with_capacity(system_count);
-                for (seq, content) in system_rows {
-                    let m = decode_message(seq, "system", &content, None, None)?;
-                    let text = recall_core::context::system_text(&m);
-                    // As recall-core gathers them: blank parts are left out.
-                    if !text.trim().is_empty() {
-                        system_parts.push(text);
-                    }
-                }
-
-                let mut messages = Self::history(conn, id, start, i64::MAX, policy.tokenizer).await?;
-                // Budgets cut by stored figures, which are those of whole messages. Selection
-                // drops unmatched tool blocks (a tool call never answered), and a repaired
-                // message costs less than its figures: when the walk gets back to the start
-                // of what was read with every limit holding, older messages may fit too. Read
-                // further back, as far as the remaining room reaches, until the walk stops
-                // inside what was read.
-                while start > floor {
-                    let Some(stats) = walk_reaches_start(&messages, policy) else {
-                        break;
-                    };
-                    let mut next = floor;
-                    for (column, max, kept) in budgets(policy, &stats) {
-                        let before = Self::total_before(conn, id, column, start).await?;
-                        let threshold = before - (max - kept);
-                        next = next.max(Self::budget_start(conn, id, column, threshold).await?);
-                    }
-                    let mut older =
-                        Self::history(conn, id, next, start, policy.tokenizer).await?;
-                    older.append(&mut messages);
-                    messages = older;
-                    start = next;
-                }
-                tx.commit().await?;
-
-                if let (Some(key), Some(save)) = (&stable_key, &save) {
-                    self.save_stable(tenant, id, key, save, &snap).await?;
-                }
-                let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
-                let older = history_count.saturating_sub(messages.len());
-                Ok((
-                    conv,
-                    Window {
-                        system_parts,
-                        messages,
-                        older,
-                        stable_start,
-                    },
-                ))
             }
 
             /// Saves a stable window's state, unless the conversation changed since the read
@@ -1647,10 +1147,7 @@ macro_rules! sql_store {
                 policy: &Policy,
             ) -> Result<(Conversation, Window), StoreError> {
                 check_key(tenant, id)?;
-                if let Some(found) = self.window_fast(tenant, id, policy).await? {
-                    return Ok(found);
-                }
-                self.window_in_tx(tenant, id, policy).await
+                self.read_window(tenant, id, policy).await
             }
 
             async fn ping(&self) -> Result<(), StoreError> {
@@ -1897,8 +1394,6 @@ sql_store!(
     // Writers take the database's write lock up front (waiting on the busy timeout) instead
     // of failing to upgrade a read lock.
     "BEGIN IMMEDIATE",
-    // A deferred transaction reads one WAL snapshot.
-    "BEGIN",
     SQLITE_LOCK_RUNNING
 );
 
@@ -1910,14 +1405,19 @@ const SQLITE_LOCK_RUNNING: &str = "SELECT last_seq, message_count, total_o200k, 
      FROM conversations WHERE id = $1 AND tenant = $2";
 
 impl SqliteStore {
-    /// The one-statement context read, on the calling thread (see [`direct`]).
-    async fn window_fast(
+    /// The conversation and its window, read on the calling thread (see [`direct`]); a stable
+    /// window's state that had to be caught up is saved after the read.
+    async fn read_window(
         &self,
         tenant: &str,
         id: &str,
         policy: &Policy,
-    ) -> Result<Option<(Conversation, Window)>, StoreError> {
-        self.direct.window_fast(tenant, id, policy)
+    ) -> Result<(Conversation, Window), StoreError> {
+        let read = self.direct.window(tenant, id, policy)?;
+        if let Some((key, save, snap)) = &read.save {
+            self.save_stable(tenant, id, key, save, snap).await?;
+        }
+        Ok((read.conv, read.window))
     }
 
     /// Appends on the direct writer; a conversation with stable windows to advance takes the
@@ -1961,15 +1461,6 @@ impl PgStore {
 }
 
 impl PgStore {
-    async fn window_fast(
-        &self,
-        tenant: &str,
-        id: &str,
-        policy: &Policy,
-    ) -> Result<Option<(Conversation, Window)>, StoreError> {
-        self.window_fast_sqlx(tenant, id, policy).await
-    }
-
     async fn write_appends(
         &self,
         tenant: &str,
@@ -1985,7 +1476,6 @@ sql_store!(
     sqlx::Postgres,
     PgPool,
     "BEGIN",
-    "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
     "SELECT last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
      total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
      AND stable_windows.last_seq = conversations.last_seq) FROM conversations \
@@ -2035,7 +1525,55 @@ fn hits(rows: Vec<HitRow>) -> Vec<SearchHit> {
         .collect()
 }
 
+/// The searchable text of a stored content column (`m.content`), as migration 0002 defines it:
+/// string content, or its text blocks joined with a newline.
+const SQLITE_MESSAGE_TEXT: &str = "CASE \
+     WHEN NOT json_valid(m.content) THEN '' \
+     WHEN json_type(m.content) = 'text' THEN json_extract(m.content, '$') \
+     WHEN json_type(m.content) = 'array' THEN coalesce((\
+         SELECT group_concat(json_extract(b.value, '$.text'), char(10)) \
+         FROM json_each(m.content) AS b WHERE json_extract(b.value, '$.type') = 'text'), '') \
+     ELSE '' END";
+
 impl SqliteStore {
+    /// Brings the search index up to date for one tenant: indexes the messages above each of
+    /// its conversations' `indexed_seq` (appends leave them to this, see migration 0004) in one
+    /// statement, so FTS5 writes one segment for the whole backlog. Nothing to do costs one
+    /// read of the tenant's conversation rows.
+    async fn catch_up_search(&self, tenant: &str) -> Result<(), StoreError> {
+        let pending: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM conversations WHERE tenant = $1 AND indexed_seq < last_seq LIMIT 1",
+        )
+        .bind(tenant)
+        .fetch_optional(&self.pool)
+        .await?;
+        if pending.is_none() {
+            return Ok(());
+        }
+        // Under the write lock: no append can land between the index and the mark.
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        sqlx::query(&format!(
+            "INSERT INTO message_text (conversation_id, seq, body) \
+             SELECT m.conversation_id, m.seq, {SQLITE_MESSAGE_TEXT} \
+             FROM conversations c JOIN messages m \
+             ON m.conversation_id = c.id AND m.seq > c.indexed_seq AND m.seq <= c.last_seq \
+             WHERE c.tenant = $1 AND c.indexed_seq < c.last_seq \
+             ORDER BY m.conversation_id, m.seq"
+        ))
+        .bind(tenant)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE conversations SET indexed_seq = last_seq \
+             WHERE tenant = $1 AND indexed_seq < last_seq",
+        )
+        .bind(tenant)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// FTS5: every word as a quoted string (never FTS5 syntax), implicitly AND-ed; bm25 rank.
     async fn search_hits(
         &self,
@@ -2043,6 +1581,7 @@ impl SqliteStore {
         words: &[String],
         limit: u32,
     ) -> Result<Vec<SearchHit>, StoreError> {
+        self.catch_up_search(tenant).await?;
         let expr = words
             .iter()
             .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))

@@ -205,6 +205,21 @@ async fn search_finds_words_in_every_write_path(s: &dyn Store) {
     s.delete_conversation(T, &a).await.expect("delete");
     assert_eq!(found(s, T, "django").await, vec![]);
     assert_eq!(found(s, T, "refunds").await, vec![(b, 1)]);
+
+    // A message changed before any search saw it (a streamed reply saved as it grows) is
+    // found by its final words only; one cleared before any search is not found at all.
+    let p = conv(s, T).await;
+    append(s, T, &p, vec![user("draft about llamas")]).await;
+    s.update_message(T, &p, 1, NewMessage::complete(user("final about alpacas")))
+        .await
+        .expect("update");
+    assert_eq!(found(s, T, "llamas").await, vec![]);
+    assert_eq!(found(s, T, "alpacas").await, vec![(p.clone(), 1)]);
+    append(s, T, &p, vec![user("ephemeral capybara")]).await;
+    s.clear_conversation(T, &p).await.expect("clear");
+    assert_eq!(found(s, T, "capybara").await, vec![]);
+    append(s, T, &p, vec![user("capybara returns")]).await;
+    assert_eq!(found(s, T, "capybara").await, vec![(p, 3)]);
 }
 
 macro_rules! suite {
@@ -232,33 +247,94 @@ macro_rules! suite {
 
 suite!(task_round_trip, search_finds_words_in_every_write_path);
 
+/// A SQLite file migrated up to `version` only, as an older recall left it, holding one
+/// conversation with the given user messages (written with that schema's SQL).
+async fn sqlite_at_version(path: &std::path::Path, version: i64, texts: &[&str]) -> String {
+    use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+    let opts = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true);
+    let pool = SqlitePool::connect_with(opts).await.expect("open");
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"));
+    let mut migrator = sqlx::migrate::Migrator::new(dir).await.expect("migrations");
+    let older: Vec<_> = migrator
+        .migrations
+        .iter()
+        .filter(|m| m.version <= version)
+        .cloned()
+        .collect();
+    assert_eq!(older.len() as i64, version, "migrations 1..={version}");
+    migrator.migrations = older.into();
+    migrator.run(&pool).await.expect("migrate");
+    let id = "0192f0a0-0000-7000-8000-000000000001";
+    let n = texts.len() as i64;
+    sqlx::query(
+        "INSERT INTO conversations (id, tenant, created_at, updated_at, message_count, last_seq) \
+         VALUES ($1, 'default', 0, 0, $2, $2)",
+    )
+    .bind(id)
+    .bind(n)
+    .execute(&pool)
+    .await
+    .expect("conversation");
+    for (i, t) in texts.iter().enumerate() {
+        let seq = i as i64 + 1;
+        sqlx::query(
+            "INSERT INTO messages (conversation_id, seq, role, content, created_at, tokens_o200k, \
+             tokens_cl100k, chars, flags, cum_o200k, cum_cl100k, cum_chars, cum_chars4, cum_cuts) \
+             VALUES ($1, $2, 'user', $3, 0, 1, 1, 1, 3, $2, $2, $2, $2, $2)",
+        )
+        .bind(id)
+        .bind(seq)
+        .bind(json!(t).to_string())
+        .execute(&pool)
+        .await
+        .expect("message");
+    }
+    pool.close().await;
+    id.to_string()
+}
+
 /// Messages stored before migration 0002 are indexed by it.
 #[tokio::test]
 async fn sqlite_migration_indexes_existing_messages() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("old.db");
-    {
-        let store = recall_store::SqliteStore::open(&path).await.expect("open");
-        let id = conv(&store, T).await;
-        append(&store, T, &id, vec![user("legacy message about penguins")]).await;
-        // Undo 0002 as if the database predated it.
-        let mut c = store.pool().acquire().await.expect("conn");
-        for sql in [
-            "DROP TRIGGER messages_search_ai",
-            "DROP TRIGGER messages_search_ad",
-            "DROP TRIGGER messages_search_au",
-            "DROP TABLE message_fts",
-            "DROP TABLE message_text",
-            "DROP TABLE tasks",
-            "DELETE FROM _sqlx_migrations WHERE version = 2",
-        ] {
-            sqlx::query(sql).execute(&mut *c).await.expect(sql);
-        }
-        drop(c);
-        store.pool().close().await;
-    }
-    let store = recall_store::SqliteStore::open(&path)
+    let path = dir.path().join("v1.db");
+    let id = sqlite_at_version(&path, 1, &["legacy message about penguins"]).await;
+    let store = recall_store::SqliteStore::open(&path).await.expect("open");
+    assert_eq!(found(&store, T, "penguins").await, vec![(id, 1)]);
+}
+
+/// Migration 0004 (search catches up at search time): messages the insert trigger indexed
+/// before it are found once, not indexed again; messages appended after it are found by the
+/// catch-up, and an indexed message changed afterwards is found by its new words only.
+#[tokio::test]
+async fn sqlite_migration_0004_keeps_the_index() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("v3.db");
+    let id = sqlite_at_version(&path, 3, &["walrus one", "walrus two"]).await;
+    let store = recall_store::SqliteStore::open(&path).await.expect("open");
+    assert_eq!(
+        found(&store, T, "walrus").await,
+        vec![(id.clone(), 1), (id.clone(), 2)]
+    );
+    append(&store, T, &id, vec![user("walrus three")]).await;
+    assert_eq!(
+        found(&store, T, "walrus").await,
+        vec![(id.clone(), 1), (id.clone(), 2), (id.clone(), 3)]
+    );
+    store
+        .update_message(T, &id, 1, NewMessage::complete(user("otter one")))
         .await
-        .expect("reopen");
-    assert_eq!(found(&store, T, "penguins").await.len(), 1);
+        .expect("update");
+    assert_eq!(found(&store, T, "otter").await, vec![(id.clone(), 1)]);
+    assert_eq!(
+        found(&store, T, "walrus").await,
+        vec![(id.clone(), 2), (id.clone(), 3)]
+    );
+    let indexed: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_text")
+        .fetch_one(store.pool())
+        .await
+        .expect("count");
+    assert_eq!(indexed, 3, "each message indexed once");
 }

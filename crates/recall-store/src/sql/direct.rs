@@ -3,10 +3,12 @@
 //!
 //! sqlx's SQLite driver runs each connection on a worker thread and hands every statement over
 //! and back: about 54 µs a statement on these machines (`context_sqlite/statement` in
-//! docs/BENCHMARKS.md), more than the statements themselves. An append is four statements and
-//! a context build one, so the hand-offs alone kept both paths off their targets. Everything
-//! else (migrations, catch-up of stable windows, updates, deletes, keys, tasks, search) stays
-//! on sqlx: one file, both drivers on the same bundled SQLite, and SQLite's own locking
+//! docs/BENCHMARKS.md), more than the statements themselves. Here a statement costs what SQLite
+//! spends on it, so the context read is a few plain statements in one read transaction (the
+//! conversation, then a backward walk over its messages that stops at the window's start)
+//! instead of one statement with index probes. Everything else (migrations, saving a caught-up
+//! stable window, appends that advance stable windows, updates, deletes, keys, tasks, search)
+//! stays on sqlx: one file, both drivers on the same bundled SQLite, and SQLite's own locking
 //! between their connections.
 //!
 //! Blocking: a read in WAL mode never waits for a writer, so it runs inline. A write may wait
@@ -14,21 +16,24 @@
 //! needs the very thread that waits; so writes leave the runtime's worker first
 //! (`block_in_place` on a multi-threaded runtime, `spawn_blocking` on a current-thread one).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use recall_core::policy::Policy;
+use recall_core::message::Role;
+use recall_core::policy::{Policy, TrimMode};
+use recall_core::select::HistoryMessage;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::{
-    fast_window_sql, finish_fast_window, now_ms, plan_appends, ConversationColumns, Encoded,
-    FastParams, FastRead, MessageColumns, Running, INSERT_MESSAGE_PREFIX, SQLITE_LOCK_RUNNING,
+    budgets, contribution, decode_message, fold_stable, now_ms, plan_appends, stable_rows_sql,
+    walk_reaches_start, ConversationColumns, Encoded, MessageColumns, Running, Snapshot, StableRow,
+    INSERT_MESSAGE_PREFIX, SQLITE_LOCK_RUNNING,
 };
 use crate::error::StoreError;
 use crate::model::{Appended, Conversation};
-use crate::window::Window;
+use crate::window::{StableKey, StartFinder, Stop, Totals, WalkRow, Window, WindowBounds};
 
 /// As sqlx's connections wait for a lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -58,6 +63,53 @@ pub(super) enum Appending {
     NeedsStableWindows(Vec<Encoded>),
 }
 
+/// What the context read found: the conversation, its window, and the state of a stable
+/// window that had to be caught up, to be saved (with the snapshot it was computed from).
+pub(super) struct DirectWindow {
+    pub conv: Conversation,
+    pub window: Window,
+    pub save: Option<(StableKey, StableRow, Snapshot)>,
+}
+
+/// The conversation (`CONVERSATION_COLUMNS`, 0–10), its totals (11–14), the stable window's
+/// state under key `?3` (15–17, NULL without one) and whether it holds a system message (18).
+const HEADER_SQL: &str = "SELECT c.id, c.tenant, c.title, c.system_prompt, c.metadata, c.policy, \
+     c.created_at, c.updated_at, c.message_count, c.last_seq, c.total_o200k, c.total_cl100k, \
+     c.total_chars, c.total_chars4, c.total_cuts, w.start_seq, w.cost, w.last_seq, \
+     EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1 AND role = 'system') \
+     FROM conversations c LEFT JOIN stable_windows w \
+     ON w.conversation_id = c.id AND w.policy_key = ?3 WHERE c.id = ?1 AND c.tenant = ?2";
+
+/// The conversation's messages newest first, on its primary key: `MESSAGE_COLUMNS` (0–10),
+/// then the running totals (11–15: o200k, cl100k, chars, chars4, cuts).
+const WALK_SQL: &str = "SELECT seq, role, content, client_id, metadata, status, created_at, \
+     tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, cum_cl100k, cum_chars, cum_chars4, \
+     cum_cuts FROM messages WHERE conversation_id = ?1 AND seq <= ?2 ORDER BY seq DESC";
+
+/// Every system message of a conversation, oldest first.
+const SYSTEM_SQL: &str = "SELECT seq, content FROM messages WHERE conversation_id = ?1 \
+     AND role = 'system' ORDER BY seq";
+
+/// A message from the `MESSAGE_COLUMNS` of a row (`role` already read).
+fn message_columns<'r>(
+    row: &'r rusqlite::Row<'_>,
+    role: &'r str,
+) -> Result<MessageColumns<'r>, StoreError> {
+    Ok(MessageColumns {
+        seq: row.get(0)?,
+        role,
+        content: text(row, 2)?,
+        client_id: row.get(3)?,
+        metadata: text_or_null(row, 4)?,
+        status: text(row, 5)?,
+        created_at: row.get(6)?,
+        tokens_o200k: row.get(7)?,
+        tokens_cl100k: row.get(8)?,
+        chars: row.get(9)?,
+        flags: row.get(10)?,
+    })
+}
+
 fn connect(path: &Path) -> Result<Connection, StoreError> {
     // The file exists and is migrated: `SqliteStore::open` opened it with sqlx first.
     let conn = Connection::open_with_flags(
@@ -80,6 +132,10 @@ struct Reader<'a> {
 impl Drop for Reader<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
+            // A read left open would pin its WAL snapshot (and stop checkpoints) while idle.
+            if !conn.is_autocommit() && conn.execute_batch("ROLLBACK").is_err() {
+                return;
+            }
             let mut idle = lock(&self.direct.readers);
             if idle.len() < IDLE_READERS {
                 idle.push(conn);
@@ -117,84 +173,201 @@ impl Direct {
         })
     }
 
-    /// The one-statement context read (see `fast_window_sql`).
-    pub(super) fn window_fast(
+    /// The context read: the conversation and its window, in one read transaction (one WAL
+    /// snapshot). The window is read by walking the conversation back from its newest message
+    /// on the primary key and stops at its start (see [`StartFinder`]), so it reads the
+    /// messages the window holds and no others; when selection's repairs leave room at that
+    /// start, the same walk goes on (as [`super::pg_window`]'s read does with more probes). A
+    /// stable window's state that is missing or behind is caught up here and returned to be
+    /// saved.
+    pub(super) fn window(
         &self,
         tenant: &str,
         id: &str,
         policy: &Policy,
-    ) -> Result<Option<(Conversation, Window)>, StoreError> {
-        let p = FastParams::of(policy);
+    ) -> Result<DirectWindow, StoreError> {
         let reader = self.reader()?;
         let Some(conn) = reader.conn.as_ref() else {
             return Err(StoreError::Invalid("no reader connection".into()));
         };
-        let mut stmt = conn.prepare_cached(fast_window_sql(policy.tokenizer))?;
-        // The statement numbers its parameters `$N` (as sqlx binds them), and SQLite numbers
-        // named parameters by first use: bind by name.
-        let mut rows = stmt.query(
-            &[
-                ("$1", &id as &dyn rusqlite::ToSql),
-                ("$2", &tenant),
-                ("$3", &p.max_tokens),
-                ("$4", &p.max_chars),
-                ("$5", &p.max_turns),
-                ("$6", &p.key),
-            ][..],
-        )?;
-        let mut header = None;
-        let mut stored = Vec::new();
-        while let Some(row) = rows.next()? {
-            // The conversation's row has an id and no message; the others the reverse.
-            if let Some(conv_id) = row.get::<_, Option<String>>(0)? {
-                let metadata = text(row, 4)?;
-                let policy = text_or_null(row, 5)?;
-                let conv = ConversationColumns {
-                    id: conv_id,
-                    tenant: row.get(1)?,
-                    title: row.get(2)?,
-                    system_prompt: row.get(3)?,
-                    metadata,
-                    policy,
-                    created_at: row.get(6)?,
-                    updated_at: row.get(7)?,
-                    message_count: row.get(8)?,
-                    last_seq: row.get(9)?,
-                    total_tokens: row.get(10)?,
+        // Dropped on an early return: rolled back, which ends the read.
+        let tx = conn.unchecked_transaction()?;
+        let stable_key = if policy.trim == TrimMode::Stable {
+            StableKey::of(policy)
+        } else {
+            None
+        };
+        let key_text = stable_key.map(|k| k.key()).unwrap_or_default();
+        let (conv, snap, stored_stable) = {
+            let mut stmt = tx.prepare_cached(HEADER_SQL)?;
+            let mut rows = stmt.query(rusqlite::params![id, tenant, key_text])?;
+            let Some(row) = rows.next()? else {
+                return Err(StoreError::ConversationNotFound(id.to_string()));
+            };
+            let conv = ConversationColumns {
+                id: row.get(0)?,
+                tenant: row.get(1)?,
+                title: row.get(2)?,
+                system_prompt: row.get(3)?,
+                metadata: text(row, 4)?,
+                policy: text_or_null(row, 5)?,
+                created_at: row.get(6)?,
+                updated_at: row.get(7)?,
+                message_count: row.get(8)?,
+                last_seq: row.get(9)?,
+                total_tokens: row.get(10)?,
+            }
+            .decode()?;
+            let snap = Snapshot {
+                totals: Totals {
+                    o200k: conv.total_tokens,
+                    cl100k: row.get(11)?,
+                    chars: row.get(12)?,
+                    chars4: row.get(13)?,
+                    cuts: row.get(14)?,
+                },
+                count: conv.message_count,
+                last_seq: conv.last_seq,
+                has_system: row.get(18)?,
+            };
+            let stored: Option<StableRow> = match row.get::<_, Option<i64>>(15)? {
+                Some(start_seq) => Some(StableRow {
+                    start_seq,
+                    cost: row.get(16)?,
+                    last_seq: row.get(17)?,
+                }),
+                None => None,
+            };
+            (conv, snap, stored)
+        };
+
+        // The stable window's start: as stored when it is current (appends advance it),
+        // else caught up over the messages since, to be saved after the read.
+        let mut save = None;
+        let stable_start = match &stable_key {
+            None => None,
+            Some(key) => match stored_stable {
+                Some(row) if row.last_seq >= snap.last_seq => Some(row.start_seq),
+                stored => {
+                    let row = stored.unwrap_or_default();
+                    let mut stmt = tx.prepare_cached(&stable_rows_sql(key))?;
+                    let rows = stmt
+                        .query_map(
+                            &[
+                                ("$1", &id as &dyn rusqlite::ToSql),
+                                ("$2", &row.start_seq),
+                                ("$3", &snap.last_seq),
+                            ][..],
+                            |r| {
+                                Ok((
+                                    r.get::<_, i64>(0)?,
+                                    r.get::<_, i64>(1)?,
+                                    r.get::<_, i64>(2)?,
+                                ))
+                            },
+                        )?
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let next = fold_stable(&rows, key, row, snap.last_seq);
+                    save = Some((*key, next, snap));
+                    Some(next.start_seq)
                 }
-                .decode()?;
-                header = Some((conv, row.get(11)?, row.get(12)?, row.get(13)?, row.get(14)?));
-            } else {
-                stored.push(
-                    MessageColumns {
-                        seq: row.get(15)?,
-                        role: text(row, 16)?,
-                        content: text(row, 17)?,
-                        client_id: row.get(18)?,
-                        metadata: text_or_null(row, 19)?,
-                        status: text(row, 20)?,
-                        created_at: row.get(21)?,
-                        tokens_o200k: row.get(22)?,
-                        tokens_cl100k: row.get(23)?,
-                        chars: row.get(24)?,
-                        flags: row.get(25)?,
+            },
+        };
+
+        let mut finder =
+            StartFinder::new(WindowBounds::for_policy(policy, &snap.totals), stable_start);
+        let mut messages: VecDeque<HistoryMessage> = VecDeque::new();
+        {
+            let mut stmt = tx.prepare_cached(WALK_SQL)?;
+            let mut rows = stmt.query(rusqlite::params![id, snap.last_seq])?;
+            'walk: loop {
+                // The next message older than those read; `None` past the oldest.
+                let stop = loop {
+                    let Some(row) = rows.next()? else {
+                        break None;
+                    };
+                    let role = text(row, 1)?;
+                    if role == Role::System.as_str() {
+                        // Read with the other system messages below; never history.
+                        continue;
                     }
-                    .decode()?,
-                );
+                    let m = message_columns(row, role)?.decode()?;
+                    let [o200k, cl100k, chars, chars4, cuts, _] = contribution(&m.figures, role);
+                    let walked = WalkRow {
+                        seq: m.seq,
+                        cut_point: m.figures.cut_point,
+                        cum: Totals {
+                            o200k: row.get(11)?,
+                            cl100k: row.get(12)?,
+                            chars: row.get(13)?,
+                            chars4: row.get(14)?,
+                            cuts: row.get(15)?,
+                        },
+                        added: Totals {
+                            o200k,
+                            cl100k,
+                            chars,
+                            chars4,
+                            cuts,
+                        },
+                    };
+                    messages.push_front(HistoryMessage {
+                        index: m.seq.max(0) as usize,
+                        measure: m.figures.measure(policy.tokenizer),
+                        message: m.message,
+                    });
+                    match finder.at(&walked) {
+                        Stop::No => {}
+                        stop => break Some((stop, walked)),
+                    }
+                };
+                match stop {
+                    // Stored figures are those of whole messages: when selection, walking
+                    // what was read, gets back to the budget's start with every limit
+                    // holding (repairs made messages cheaper), older messages may fit too.
+                    Some((Stop::Budget, start)) => {
+                        let Some(stats) = walk_reaches_start(messages.make_contiguous(), policy)
+                        else {
+                            break 'walk;
+                        };
+                        let room = budgets(policy, &stats);
+                        finder.set_budgets(StartFinder::extend_past(&start, &room));
+                    }
+                    _ => break 'walk,
+                }
             }
         }
-        let Some((conv, st_start, st_last, turn_floor, start)) = header else {
-            return Err(StoreError::ConversationNotFound(id.to_string()));
-        };
-        let read = FastRead {
+
+        let mut system_parts = Vec::new();
+        let mut system_count = 0;
+        if snap.has_system {
+            let mut stmt = tx.prepare_cached(SYSTEM_SQL)?;
+            let mut rows = stmt.query([id])?;
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(0)?;
+                let m = decode_message(seq, Role::System.as_str(), text(row, 1)?, None, None)?;
+                system_count += 1;
+                let text = recall_core::context::system_text(&m);
+                // As recall-core gathers them: blank parts are left out.
+                if !text.trim().is_empty() {
+                    system_parts.push(text);
+                }
+            }
+        }
+        tx.commit()?;
+
+        let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
+        let older = history_count.saturating_sub(messages.len());
+        Ok(DirectWindow {
             conv,
-            st_start,
-            st_last,
-            turn_floor,
-            start,
-            stored,
-        };
-        Ok(finish_fast_window(read, policy, &p))
+            window: Window {
+                system_parts,
+                messages: messages.into(),
+                older,
+                stable_start,
+            },
+            save,
+        })
     }
 
     /// Writes an encoded batch in one `BEGIN IMMEDIATE` transaction.
