@@ -278,9 +278,10 @@ fn strip_blocks(m: &Message, keep: impl Fn(&Block) -> bool) -> Option<Option<Mes
 /// stable window start otherwise, see [`crate::stable`]).
 ///
 /// Tool pairing: a `tool_result` belongs to the assistant message right before the run of
-/// result-holding user messages it sits in; a `tool_use` whose result is not in that run, and
-/// a result whose `tool_use` is not in that assistant message, are removed with a warning (a
-/// message left with nothing is skipped). This is local, so it is decided lazily during the
+/// result-holding user messages it sits in, as long as every message of the run up to it
+/// answers at least one of that assistant's ids; a `tool_use` whose result is not in that
+/// run, and any other result, are removed with a warning (a message left with nothing is
+/// skipped). This is local, so it is decided lazily during the
 /// walk and agrees with a pass over the whole conversation.
 pub fn select(
     history: &[HistoryMessage],
@@ -422,10 +423,34 @@ fn next_unit(
         return (idx, vec![(idx, None)], 0);
     }
 
-    let start = assistant.unwrap_or(j);
     let uses: HashSet<&str> = assistant
         .map(|a| tool_use_ids(&items[a].message).collect())
         .unwrap_or_default();
+    // The pair's results are the unbroken prefix of the run that answers the assistant: a
+    // message answering none of its ids ends the pair, so that no text message is ever left
+    // between a tool_use and its result (which no provider accepts).
+    let answered_to = results_run
+        .clone()
+        .find(|&r| !tool_result_ids(&items[r].message).any(|id| uses.contains(id)))
+        .unwrap_or(end);
+    if answered_to < end {
+        // `end - 1` lies past the pair: every result in it is an orphan.
+        let idx = end - 1;
+        let m = &items[idx].message;
+        for id in tool_result_ids(m) {
+            warnings.push(format!(
+                "messages[{}]: tool_result for '{id}' has no matching tool_use, dropping it",
+                items[idx].index
+            ));
+        }
+        return match strip_blocks(m, |b| !matches!(b, Block::ToolResult { .. })) {
+            Some(Some(r)) => (idx, vec![(idx, Some(r))], 0),
+            Some(None) => (idx, Vec::new(), 1),
+            None => (idx, vec![(idx, None)], 0),
+        };
+    }
+    let results_run = j..answered_to;
+    let start = assistant.unwrap_or(j);
     let results: HashSet<&str> = results_run
         .clone()
         .flat_map(|r| tool_result_ids(&items[r].message))
@@ -684,6 +709,30 @@ mod tests {
         assert_eq!(s.stats.skipped, 2);
         assert_eq!(s.stats.dropped, 0);
         assert_eq!(s.stats.warnings.len(), 2, "{:?}", s.stats.warnings);
+    }
+
+    #[test]
+    fn a_message_answering_none_of_the_ids_ends_the_pair() {
+        let mut orphan_and_text = tool_result("t0", "r");
+        if let Content::Blocks(b) = &mut orphan_and_text.content {
+            b.push(Block::Text {
+                text: "and this".into(),
+            });
+        }
+        let h = hist(vec![
+            u("go"),
+            tool_use("x"),
+            orphan_and_text,
+            tool_result("x", "late"),
+        ]);
+        let s = select(&h, &Policy::default(), &Tokenizer::Chars4, 0);
+        // The late result would sit after a text message: it and its tool_use go, the text
+        // stays.
+        let idx: Vec<usize> = s.kept.iter().map(|k| k.index).collect();
+        assert_eq!(idx, vec![0, 2]);
+        assert!(!s.kept[1].message.has_tool_result());
+        assert_eq!(s.stats.skipped, 2);
+        assert_eq!(s.stats.warnings.len(), 3, "{:?}", s.stats.warnings);
     }
 
     #[test]

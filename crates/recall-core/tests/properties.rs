@@ -462,39 +462,32 @@ fn cut_point(m: &Message) -> bool {
 /// substance (only blank text and thinking) is not valid (`None`).
 fn oracle_repair(items: &[Message]) -> Vec<Option<Message>> {
     let n = items.len();
+    // owner[p]: for a message of a pair's results, the ids its assistant used.
+    let mut owner: Vec<Option<BTreeSet<String>>> = vec![None; n];
+    let mut answered: Vec<BTreeSet<String>> = vec![BTreeSet::new(); n];
+    for a in 0..n {
+        if !is_uses(&items[a]) {
+            continue;
+        }
+        let uses = use_ids(&items[a]);
+        for k in pair_results(items, a) {
+            answered[a].extend(result_ids(&items[k]));
+            owner[k] = Some(uses.clone());
+        }
+    }
     (0..n)
         .map(|p| {
             let m = &items[p];
-            let keep: Box<dyn Fn(&Block) -> bool> = if is_results(m) {
-                let mut j = p;
-                while j > 0 && is_results(&items[j - 1]) {
-                    j -= 1;
-                }
-                let owner = if j > 0 {
-                    use_ids(&items[j - 1])
-                } else {
-                    BTreeSet::new()
-                };
-                Box::new(move |b: &Block| match b {
-                    Block::ToolResult { tool_use_id, .. } => owner.contains(tool_use_id),
-                    _ => true,
-                })
-            } else if is_uses(m) {
-                let mut answered = BTreeSet::new();
-                let mut k = p + 1;
-                while k < n && is_results(&items[k]) {
-                    answered.extend(result_ids(&items[k]));
-                    k += 1;
-                }
-                Box::new(move |b: &Block| match b {
-                    Block::ToolUse { id, .. } => answered.contains(id),
-                    _ => true,
-                })
-            } else {
-                Box::new(|_: &Block| true)
-            };
             let bs = blocks(m);
-            if bs.iter().all(&keep) {
+            let keep = |b: &Block| match b {
+                // Tool blocks of the wrong role are left to validation.
+                Block::ToolResult { tool_use_id, .. } if m.role == Role::User => {
+                    owner[p].as_ref().is_some_and(|o| o.contains(tool_use_id))
+                }
+                Block::ToolUse { id, .. } if m.role == Role::Assistant => answered[p].contains(id),
+                _ => true,
+            };
+            if bs.iter().all(keep) {
                 return Some(m.clone());
             }
             let rest: Vec<Block> = bs.iter().filter(|b| keep(b)).cloned().collect();
@@ -511,28 +504,33 @@ fn oracle_repair(items: &[Message]) -> Vec<Option<Message>> {
         .collect()
 }
 
-/// Selection units, oldest first: an assistant with tool_use plus the run of result messages
-/// right after it, a run of result messages with no such assistant, or a single message.
+/// The results of the pair that starts at the assistant `a`: the messages after it that hold
+/// tool_results, up to the first one that answers none of its ids.
+fn pair_results(items: &[Message], a: usize) -> std::ops::Range<usize> {
+    let uses = use_ids(&items[a]);
+    let mut k = a + 1;
+    while k < items.len()
+        && is_results(&items[k])
+        && result_ids(&items[k]).iter().any(|id| uses.contains(id))
+    {
+        k += 1;
+    }
+    a + 1..k
+}
+
+/// Selection units, oldest first: an assistant with tool_use plus its pair's results, or a
+/// single message.
 fn oracle_units(items: &[Message]) -> Vec<std::ops::Range<usize>> {
-    let n = items.len();
     let mut units = Vec::new();
     let mut p = 0;
-    while p < n {
-        let run_from = if is_uses(&items[p]) && p + 1 < n && is_results(&items[p + 1]) {
-            p + 1
-        } else if is_results(&items[p]) {
-            p
+    while p < items.len() {
+        let end = if is_uses(&items[p]) {
+            pair_results(items, p).end
         } else {
-            units.push(p..p + 1);
-            p += 1;
-            continue;
+            p + 1
         };
-        let mut k = run_from;
-        while k < n && is_results(&items[k]) {
-            k += 1;
-        }
-        units.push(p..k);
-        p = k;
+        units.push(p..end);
+        p = end;
     }
     units
 }
