@@ -1,6 +1,6 @@
 //! `recall serve` (the HTTP server) and `recall keys` (its API keys).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -21,13 +21,32 @@ fn init_logging(format: &str) -> anyhow::Result<()> {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(|| LossyStderr);
     let done = if format == "json" {
         builder.json().with_current_span(true).try_init()
     } else {
         builder.try_init()
     };
     done.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+}
+
+/// Stderr for log lines, where a failed write drops the line. A server whose stderr went away
+/// (a closed pipe, a log collector that died) must go on serving: with plain stderr,
+/// tracing-subscriber reports the failed write with `eprintln!`, which panics on the same
+/// broken pipe, inside the request being logged, and the client loses its connection.
+struct LossyStderr;
+
+impl std::io::Write for LossyStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Only the whole line or nothing: a short write would interleave with other lines.
+        let _ = std::io::stderr().lock().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }
 
 pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -95,7 +114,8 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     recall_server::serve(listener, engine, config, recall_server::shutdown_signal())
         .await
         .context("the server stopped with an error")?;
-    eprintln!("recall stopped");
+    // Not eprintln!: stderr may be gone by now, and the shutdown was clean.
+    let _ = writeln!(std::io::stderr(), "recall stopped");
     Ok(ExitCode::SUCCESS)
 }
 
