@@ -1268,12 +1268,7 @@ macro_rules! sql_store {
             }
 
             async fn api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError> {
-                Ok(sqlx::query_scalar(
-                    "SELECT tenant FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL",
-                )
-                .bind(key_sha256)
-                .fetch_optional(&self.pool)
-                .await?)
+                self.read_api_key_tenant(key_sha256).await
             }
 
             async fn list_api_keys(&self, tenant: Option<&str>) -> Result<Vec<ApiKey>, StoreError> {
@@ -1424,6 +1419,10 @@ const SQLITE_LOCK_RUNNING: &str = "SELECT last_seq, message_count, total_o200k, 
      WHERE conversation_id = $1 AND stable_windows.last_seq = conversations.last_seq) \
      FROM conversations WHERE id = $1 AND tenant = $2";
 
+/// The tenant of the live (not revoked) key whose SHA-256 is `$1`.
+const API_KEY_TENANT: &str =
+    "SELECT tenant FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL";
+
 impl SqliteStore {
     /// The conversation and its window, read on the calling thread (see [`direct`]); a stable
     /// window's state that had to be caught up is saved after the read.
@@ -1438,6 +1437,11 @@ impl SqliteStore {
             self.save_stable(tenant, id, key, save, snap).await?;
         }
         Ok((read.conv, read.window))
+    }
+
+    /// The key lookup of every authenticated request, on the calling thread (see [`direct`]).
+    async fn read_api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError> {
+        self.direct.api_key_tenant(key_sha256)
     }
 
     /// Appends on the direct writer; a conversation with stable windows to advance takes the
@@ -1481,6 +1485,13 @@ impl PgStore {
 }
 
 impl PgStore {
+    async fn read_api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(API_KEY_TENANT)
+            .bind(key_sha256)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
     async fn write_appends(
         &self,
         tenant: &str,

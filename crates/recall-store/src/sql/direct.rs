@@ -173,6 +173,19 @@ impl Direct {
         })
     }
 
+    /// The tenant of a live API key (see [`super::API_KEY_TENANT`]): one indexed read, asked
+    /// by every authenticated request.
+    pub(super) fn api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError> {
+        let reader = self.reader()?;
+        let Some(conn) = reader.conn.as_ref() else {
+            return Err(StoreError::Invalid("no reader connection".into()));
+        };
+        let mut stmt = conn.prepare_cached(super::API_KEY_TENANT)?;
+        Ok(stmt
+            .query_row([key_sha256], |row| row.get::<_, String>(0))
+            .optional()?)
+    }
+
     /// The context read: the conversation and its window, in one read transaction (one WAL
     /// snapshot). The window is read by walking the conversation back from its newest message
     /// on the primary key and stops at its start (see [`StartFinder`]), so it reads the
