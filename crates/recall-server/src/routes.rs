@@ -321,7 +321,7 @@ pub async fn context(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
     RawBody(body): RawBody,
-) -> Result<Json<ContextResponse>, ApiError> {
+) -> Result<SizedJson, ApiError> {
     let b: ContextBody = optional_json(&body)?;
     let engine = state.engine();
     let format = match b.format {
@@ -343,17 +343,92 @@ pub async fn context(
         .inner
         .metrics
         .context_built(format.name(), started.elapsed());
-    let prompt = match out.prompt {
-        recall_core::render::Prompt::Text(s) => Value::String(s),
-        recall_core::render::Prompt::Json(v) => v,
-    };
-    let stats = serde_json::to_value(&out.stats).map_err(|e| {
-        tracing::error!(error = %e, "stats did not serialise");
+    context_json(format.name(), &out.prompt, &out.stats)
+}
+
+/// The [`ContextResponse`] of a built context, written straight into a buffer of its size: a
+/// text prompt is tens of kilobytes, which axum's `Json` would copy into a `Value`, escape
+/// byte by byte and grow into by doubling from 128 bytes.
+fn context_json(
+    format: &str,
+    prompt: &recall_core::render::Prompt,
+    stats: &impl serde::Serialize,
+) -> Result<SizedJson, ApiError> {
+    use recall_core::json_text::push_json_str;
+    let failed = |e: serde_json::Error| {
+        tracing::error!(error = %e, "a context did not serialise");
         ApiError::internal()
-    })?;
-    Ok(Json(ContextResponse {
-        format: format.name().to_string(),
-        prompt,
-        stats,
-    }))
+    };
+    let hint = match prompt {
+        recall_core::render::Prompt::Text(s) => s.len() + s.len() / 16,
+        recall_core::render::Prompt::Json(_) => 16 * 1024,
+    };
+    let mut out = Vec::with_capacity(hint + 1024);
+    out.extend_from_slice(b"{\"format\":");
+    push_json_str(&mut out, format);
+    out.extend_from_slice(b",\"prompt\":");
+    match prompt {
+        recall_core::render::Prompt::Text(s) => push_json_str(&mut out, s),
+        recall_core::render::Prompt::Json(v) => {
+            serde_json::to_writer(&mut out, v).map_err(failed)?
+        }
+    }
+    out.extend_from_slice(b",\"stats\":");
+    serde_json::to_writer(&mut out, stats).map_err(failed)?;
+    out.push(b'}');
+    Ok(SizedJson(out))
+}
+
+/// A JSON body already serialised.
+pub(crate) struct SizedJson(Vec<u8>);
+
+impl IntoResponse for SizedJson {
+    fn into_response(self) -> axum::response::Response {
+        (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            self.0,
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recall_core::render::Prompt;
+    use serde_json::json;
+
+    /// The hand-written body is byte for byte what serde writes for [`ContextResponse`].
+    #[test]
+    fn context_json_is_the_context_response() {
+        let stats = json!({"included": 2, "notice": null, "warnings": ["a \"b\"\n"]});
+        for (format, prompt) in [
+            (
+                "transcript",
+                Prompt::Text("Human: hi \"there\"\n\n---\n\nAssistant: é😀\u{1}".into()),
+            ),
+            (
+                "anthropic",
+                Prompt::Json(json!({"messages": [{"role": "user", "content": "x\ty"}]})),
+            ),
+        ] {
+            let SizedJson(body) = context_json(format, &prompt, &stats).unwrap();
+            let expected = serde_json::to_vec(&ContextResponse {
+                format: format.into(),
+                prompt: match prompt {
+                    Prompt::Text(s) => Value::String(s),
+                    Prompt::Json(v) => v,
+                },
+                stats: stats.clone(),
+            })
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(body).unwrap(),
+                String::from_utf8(expected).unwrap()
+            );
+        }
+    }
 }

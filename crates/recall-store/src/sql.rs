@@ -59,7 +59,10 @@ fn parse_stored(role: &str, content: &str, index: usize) -> Result<Message, Stri
             _ => None,
         };
         if let Some(role) = role {
-            let text: String = serde_json::from_str(content).map_err(|e| e.to_string())?;
+            let text = match recall_core::json_text::read_json_str(content) {
+                Some(t) => t,
+                None => serde_json::from_str(content).map_err(|e| e.to_string())?,
+            };
             if text.trim().is_empty() {
                 return Err(format!(
                     "messages[{index}] has empty/invalid content, skipping"
