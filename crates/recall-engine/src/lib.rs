@@ -267,10 +267,17 @@ pub struct StoredPolicy {
 }
 
 impl StoredPolicy {
-    /// Reads a stored policy; names the problem when it is not one.
+    /// Reads a stored policy; names the problem when it is not one. Its values are checked
+    /// as a context request's are (a `low_water` of 0 is refused here, not at every context
+    /// built from the conversation later).
     pub fn parse(v: &Value) -> Result<StoredPolicy, EngineError> {
-        serde_json::from_value(v.clone())
-            .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))
+        let p: StoredPolicy = serde_json::from_value(v.clone())
+            .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
+        let base = p.format.unwrap_or_default().default_policy();
+        p.overrides
+            .apply(base)
+            .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
+        Ok(p)
     }
 }
 

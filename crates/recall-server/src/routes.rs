@@ -43,9 +43,9 @@ fn optional_json<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Res
 }
 
 /// The counts of a policy as integers: `8000.0` is read as 8000 (JSON does not tell the two
-/// apart, and some encoders write whole numbers that way). Anything else is left for the
-/// engine to judge.
-fn whole_counts(policy: Value) -> Value {
+/// apart, and some encoders write whole numbers that way). A count past the document's int64
+/// range is refused here; anything else is left for the engine to judge.
+fn whole_counts(policy: Value) -> Result<Value, ApiError> {
     const COUNTS: [&str; 6] = [
         "max_turns",
         "max_chars",
@@ -55,10 +55,16 @@ fn whole_counts(policy: Value) -> Value {
         "tool_result_max_chars",
     ];
     let Value::Object(mut o) = policy else {
-        return policy;
+        return Ok(policy);
     };
     for key in COUNTS {
         if let Some(v) = o.get_mut(key) {
+            if v.as_u64().is_some_and(|n| n > i64::MAX as u64) {
+                return Err(ApiError::invalid(format!(
+                    "policy.{key} must be at most {}",
+                    i64::MAX
+                )));
+            }
             // Below 2^53 every whole f64 is exact.
             if let Some(f) = v
                 .as_f64()
@@ -68,7 +74,7 @@ fn whole_counts(policy: Value) -> Value {
             }
         }
     }
-    Value::Object(o)
+    Ok(Value::Object(o))
 }
 
 /// Create a conversation.
@@ -90,7 +96,7 @@ pub async fn create_conversation(
                 title: b.title,
                 system_prompt: b.system_prompt,
                 metadata: b.metadata.unwrap_or_default(),
-                policy: b.policy.map(whole_counts),
+                policy: b.policy.map(whole_counts).transpose()?,
             },
         )
         .await?;

@@ -150,6 +150,7 @@ pub struct ConversationPage {
 }
 
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// The `next_cursor` of the previous page.
@@ -160,6 +161,7 @@ pub struct ListQuery {
 }
 
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct MessagesQuery {
     /// Messages with a seq above this (default 0: from the start).
@@ -244,14 +246,33 @@ impl utoipa::PartialSchema for AppendBody {
                     block("tool_use")
                         .property("id", string())
                         .property("name", string())
-                        .property("input", ObjectBuilder::new().schema_type(Type::Object))
+                        .property(
+                            "input",
+                            ObjectBuilder::new()
+                                .schema_type(SchemaType::AnyValue)
+                                .description(Some(
+                                    "The tool's arguments, an object for every provider; any \
+                                 other JSON value (an OpenAI `arguments` string that is not \
+                                 JSON) is kept as it came",
+                                )),
+                        )
                         .required("id")
                         .required("name"),
                 )
                 .item(
                     block("tool_result")
                         .property("tool_use_id", string())
-                        .property("content", string())
+                        .property(
+                            "content",
+                            // Text, blocks, or null (no content).
+                            OneOfBuilder::new()
+                                .item(string())
+                                .item(
+                                    ArrayBuilder::new()
+                                        .items(ObjectBuilder::new().schema_type(Type::Object)),
+                                )
+                                .item(ObjectBuilder::new().schema_type(Type::Null)),
+                        )
                         .required("tool_use_id"),
                 )
                 .item(any_block),
@@ -377,16 +398,21 @@ where
     let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
         return Ok(None);
     };
+    // The document declares counts int64: larger ones are refused, not silently accepted.
     let whole = n.as_u64().or_else(|| {
         n.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < u64::MAX as f64)
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < i64::MAX as f64)
             .map(|f| f as u64)
     });
     whole
+        .filter(|&v| v <= i64::MAX as u64)
         .and_then(|v| T::try_from(v).ok())
         .map(Some)
         .ok_or_else(|| {
-            D::Error::custom(format!("invalid value: {n}, expected a count (0 or more)"))
+            D::Error::custom(format!(
+                "invalid value: {n}, expected a count from 0 to {}",
+                i64::MAX
+            ))
         })
 }
 

@@ -494,6 +494,11 @@ async fn bad_input_is_refused_and_changes_nothing(b: Backend) {
         (json!({"name": "x"}), "name"),
         (json!({"metadata": [1]}), "metadata"),
         (json!({"policy": {"max_turns": "many"}}), "policy"),
+        (json!({"policy": {"low_water": 0}}), "low_water"),
+        (
+            json!({"policy": {"max_chars": 9_223_372_036_854_775_808u64}}),
+            "max_chars",
+        ),
     ] {
         let r = s.post("/v1/conversations", k, body.clone()).await;
         assert_eq!(
@@ -504,6 +509,16 @@ async fn bad_input_is_refused_and_changes_nothing(b: Backend) {
         );
         assert!(r.message().contains(says), "{body}: {}", r.text);
     }
+    // Counts past the document's int64 are refused, not taken.
+    let r = s
+        .post(
+            &format!("/v1/conversations/{id}/context"),
+            k,
+            json!({"max_tokens": 9_223_372_036_854_775_808u64}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+    assert!(r.message().contains("9223372036854775807"), "{}", r.text);
     assert_eq!(s.stored(TENANT_A, &id).await, before, "nothing was stored");
     let r = s.get("/v1/conversations", k).await;
     assert_eq!(
@@ -904,6 +919,23 @@ async fn operational_routes(b: Backend) {
     assert!(
         r.json["paths"]["/v1/conversations/{id}/messages"]["post"]["responses"]["409"].is_object()
     );
+    // Paging parameters are query parameters, optional.
+    for (p, names) in [
+        ("/v1/conversations", ["after", "limit"]),
+        ("/v1/conversations/{id}/messages", ["after", "limit"]),
+    ] {
+        let params = r.json["paths"][p]["get"]["parameters"]
+            .as_array()
+            .expect("parameters");
+        for name in names {
+            let param = params
+                .iter()
+                .find(|q| q["name"] == name)
+                .unwrap_or_else(|| panic!("{p} lacks {name}"));
+            assert_eq!(param["in"], "query", "{p} {name}");
+            assert_ne!(param["required"], true, "{p} {name}");
+        }
+    }
     assert_eq!(
         r.json["components"]["securitySchemes"]["bearer"]["scheme"],
         "bearer"
