@@ -25,6 +25,21 @@ fn needs_escape(w: u64) -> bool {
     (below_space | quote | backslash) & HI != 0
 }
 
+/// The first index from `i` on where a byte may need escaping, or where fewer than 8 bytes
+/// are left: plain bytes are skipped 8 at a time.
+#[inline]
+fn skip_plain(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if needs_escape(u64::from_le_bytes(word)) {
+            break;
+        }
+        i += 8;
+    }
+    i
+}
+
 /// Appends `s` as a JSON string literal (quotes included), escaped as serde_json escapes it:
 /// `\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, other control characters as `\u00XX`, and
 /// everything else (non-ASCII included) as is.
@@ -34,17 +49,9 @@ pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let mut start = 0; // first byte not yet written
     let mut i = 0;
-    while i < bytes.len() {
-        // Skip 8 plain bytes at a time.
-        if i + 8 <= bytes.len() {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&bytes[i..i + 8]);
-            if !needs_escape(u64::from_le_bytes(word)) {
-                i += 8;
-                continue;
-            }
-        }
-        let b = bytes[i];
+    loop {
+        i = skip_plain(bytes, i);
+        let Some(&b) = bytes.get(i) else { break };
         let escape: Option<&[u8]> = match b {
             b'"' => Some(b"\\\""),
             b'\\' => Some(b"\\\\"),
@@ -85,16 +92,10 @@ pub fn read_json_str(literal: &str) -> Option<String> {
     let mut out = String::with_capacity(inner.len());
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        if i + 8 <= bytes.len() {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&bytes[i..i + 8]);
-            if !needs_escape(u64::from_le_bytes(word)) {
-                i += 8;
-                continue;
-            }
-        }
-        match bytes[i] {
+    loop {
+        i = skip_plain(bytes, i);
+        let Some(&b) = bytes.get(i) else { break };
+        match b {
             b'\\' => {}
             // A bare quote ends the literal early; a bare control character is invalid.
             b'"' | 0..=0x1f => return None,

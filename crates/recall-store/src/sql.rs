@@ -1348,6 +1348,8 @@ pub struct SqliteStore {
     pool: SqlitePool,
     /// The hot paths' own connections (see [`direct`]).
     direct: Arc<direct::Direct>,
+    /// The writer thread of the direct appends.
+    appender: Arc<direct::Appender>,
 }
 
 impl SqliteStore {
@@ -1401,7 +1403,12 @@ impl SqliteStore {
         SQLITE_MIGRATIONS.run(&mut tx).await?;
         tx.commit().await?;
         let direct = Arc::new(direct::Direct::open(path)?);
-        Ok(SqliteStore { pool, direct })
+        let appender = Arc::new(direct::Appender::start(Arc::clone(&direct))?);
+        Ok(SqliteStore {
+            pool,
+            direct,
+            appender,
+        })
     }
 }
 
@@ -1455,7 +1462,7 @@ impl SqliteStore {
         id: &str,
         encoded: Vec<Encoded>,
     ) -> Result<Vec<Appended>, StoreError> {
-        match direct::append(&self.direct, tenant, id, encoded).await? {
+        match self.appender.append(tenant, id, encoded).await? {
             direct::Appending::Done(out) => Ok(out),
             direct::Appending::NeedsStableWindows(encoded) => {
                 self.write_appends_sqlx(tenant, id, &encoded).await

@@ -13,8 +13,7 @@
 //!
 //! Blocking: a read in WAL mode never waits for a writer, so it runs inline. A write may wait
 //! for the write lock (the busy timeout), and the holder may be an sqlx transaction whose task
-//! needs the very thread that waits; so writes leave the runtime's worker first
-//! (`block_in_place` on a multi-threaded runtime, `spawn_blocking` on a current-thread one).
+//! needs the very thread that waits; so writes run on a thread of their own ([`Appender`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -526,31 +525,65 @@ fn insert_sql(rows: usize) -> String {
     sql
 }
 
-/// Appends on the direct writer, off the runtime's worker thread (see the module docs).
-pub(super) async fn append(
-    direct: &Arc<Direct>,
-    tenant: &str,
-    id: &str,
+/// One append for the writer thread, and where its outcome goes.
+struct AppendJob {
+    tenant: String,
+    id: String,
     encoded: Vec<Encoded>,
-) -> Result<Appending, StoreError> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => {
-            tokio::task::block_in_place(|| direct.append(tenant, id, encoded))
-        }
-        Ok(_) => {
-            let direct = Arc::clone(direct);
-            let (tenant, id) = (tenant.to_string(), id.to_string());
-            match tokio::task::spawn_blocking(move || direct.append(&tenant, &id, encoded)).await {
-                Ok(done) => done,
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                // The runtime is shutting down; the write may or may not have happened, and
-                // it was not acknowledged.
-                Err(_) => Err(StoreError::Invalid(
-                    "the append was interrupted: the runtime is shutting down".into(),
-                )),
-            }
-        }
-        Err(_) => direct.append(tenant, id, encoded),
+    reply: tokio::sync::oneshot::Sender<Result<Appending, StoreError>>,
+}
+
+/// The thread that runs this process's direct appends, one after the other, on the writer
+/// connection. Dropping the last handle ends the thread (and with it the connections).
+#[derive(Debug)]
+pub(super) struct Appender {
+    jobs: std::sync::mpsc::Sender<AppendJob>,
+}
+
+impl Appender {
+    pub(super) fn start(direct: Arc<Direct>) -> Result<Appender, StoreError> {
+        let (jobs, queue) = std::sync::mpsc::channel::<AppendJob>();
+        std::thread::Builder::new()
+            .name("recall-sqlite-writer".into())
+            .spawn(move || {
+                for job in queue {
+                    // A panic fails that append, not the ones after it.
+                    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        direct.append(&job.tenant, &job.id, job.encoded)
+                    }))
+                    .unwrap_or(Err(StoreError::Database(sqlx::Error::WorkerCrashed)));
+                    // Nobody waiting (the request was dropped): the append stands, unacknowledged.
+                    let _ = job.reply.send(done);
+                }
+            })
+            .map_err(|e| {
+                StoreError::Invalid(format!("cannot start the SQLite writer thread: {e}"))
+            })?;
+        Ok(Appender { jobs })
+    }
+
+    /// Appends on the writer thread. A write may wait for the write lock (the busy timeout),
+    /// held perhaps by an sqlx transaction whose task needs this very runtime: so no write
+    /// runs on a runtime thread. One thread, rather than `block_in_place`, also keeps the
+    /// thread count (and the memory of per-thread allocator arenas) flat under load.
+    pub(super) async fn append(
+        &self,
+        tenant: &str,
+        id: &str,
+        encoded: Vec<Encoded>,
+    ) -> Result<Appending, StoreError> {
+        let (reply, outcome) = tokio::sync::oneshot::channel();
+        let job = AppendJob {
+            tenant: tenant.to_string(),
+            id: id.to_string(),
+            encoded,
+            reply,
+        };
+        self.jobs
+            .send(job)
+            .map_err(|_| StoreError::Database(sqlx::Error::WorkerCrashed))?;
+        outcome
+            .await
+            .unwrap_or(Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
     }
 }
