@@ -1462,11 +1462,21 @@ impl SqliteStore {
         id: &str,
         encoded: Vec<Encoded>,
     ) -> Result<Vec<Appended>, StoreError> {
-        match self.appender.append(tenant, id, encoded).await? {
+        let appending = match self.direct.try_append_now(tenant, id, encoded)? {
+            direct::Appending::WouldWait(encoded) => {
+                self.appender.append(tenant, id, encoded).await?
+            }
+            other => other,
+        };
+        match appending {
             direct::Appending::Done(out) => Ok(out),
             direct::Appending::NeedsStableWindows(encoded) => {
                 self.write_appends_sqlx(tenant, id, &encoded).await
             }
+            // The writer thread waits instead; this is a bug, and nothing was written.
+            direct::Appending::WouldWait(_) => Err(StoreError::Invalid(
+                "the append was refused: the writer would have waited".into(),
+            )),
         }
     }
 }

@@ -11,9 +11,11 @@
 //! stays on sqlx: one file, both drivers on the same bundled SQLite, and SQLite's own locking
 //! between their connections.
 //!
-//! Blocking: a read in WAL mode never waits for a writer, so it runs inline. A write may wait
-//! for the write lock (the busy timeout), and the holder may be an sqlx transaction whose task
-//! needs the very thread that waits; so writes run on a thread of their own ([`Appender`]).
+//! Blocking: a read in WAL mode never waits for a writer, so it runs inline. A write runs inline
+//! too when it need not wait ([`Direct::try_append_now`]: the writer connection is free and
+//! the write lock is taken at once). One that would wait goes to a thread of its own
+//! ([`Appender`]): the lock's holder may be an sqlx transaction whose task needs the very
+//! runtime thread that would wait.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -60,6 +62,9 @@ pub(super) enum Appending {
     /// Nothing was written: the conversation has stable windows to advance, which the sqlx
     /// path does.
     NeedsStableWindows(Vec<Encoded>),
+    /// Nothing was written: [`Direct::try_append_now`] would have had to wait (for the writer
+    /// connection or the database's write lock).
+    WouldWait(Vec<Encoded>),
 }
 
 /// What the context read found: the conversation, its window, and the state of a stable
@@ -382,7 +387,8 @@ impl Direct {
         })
     }
 
-    /// Writes an encoded batch in one `BEGIN IMMEDIATE` transaction.
+    /// Writes an encoded batch in one `BEGIN IMMEDIATE` transaction, waiting for the writer
+    /// connection and the write lock (the busy timeout).
     fn append(
         &self,
         tenant: &str,
@@ -390,100 +396,25 @@ impl Direct {
         encoded: Vec<Encoded>,
     ) -> Result<Appending, StoreError> {
         let mut conn = lock(&self.writer);
-        if !conn.is_autocommit() {
-            // Left open by a panic while the lock was held: nothing of it was acknowledged.
-            conn.execute_batch("ROLLBACK")?;
-        }
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let running = tx
-            .prepare_cached(SQLITE_LOCK_RUNNING)?
-            .query_row(
-                &[("$1", &id as &dyn rusqlite::ToSql), ("$2", &tenant)][..],
-                |row| {
-                    Ok(Running {
-                        last_seq: row.get(0)?,
-                        count: row.get(1)?,
-                        o200k: row.get(2)?,
-                        cl100k: row.get(3)?,
-                        chars: row.get(4)?,
-                        chars4: row.get(5)?,
-                        turns: row.get(6)?,
-                        cuts: row.get(7)?,
-                        current_windows: row.get(8)?,
-                    })
-                },
-            )
-            .optional()?;
-        let Some(mut r) = running else {
-            return Err(StoreError::ConversationNotFound(id.to_string()));
+        append_on(&mut conn, tenant, id, encoded, true)
+    }
+
+    /// [`Direct::append`] when it need not wait: the writer connection is free and the write
+    /// lock is taken at once. Otherwise nothing is written and the batch comes back
+    /// ([`Appending::WouldWait`]). This is the common case, a single writer with nobody in its
+    /// way, and it runs on the calling thread: no hand-off to the writer thread and back.
+    pub(super) fn try_append_now(
+        &self,
+        tenant: &str,
+        id: &str,
+        encoded: Vec<Encoded>,
+    ) -> Result<Appending, StoreError> {
+        let mut conn = match self.writer.try_lock() {
+            Ok(c) => c,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(Appending::WouldWait(encoded)),
         };
-        if r.current_windows > 0 {
-            // Dropping the transaction rolls it back.
-            return Ok(Appending::NeedsStableWindows(encoded));
-        }
-        let before = r.last_seq;
-        let mut seen = HashMap::new();
-        {
-            let mut find = tx.prepare_cached(
-                "SELECT seq FROM messages WHERE conversation_id = ?1 AND client_id = ?2",
-            )?;
-            for cid in encoded.iter().filter_map(|e| e.client_id.as_deref()) {
-                if let Some(seq) = find
-                    .query_row((id, cid), |row| row.get::<_, i64>(0))
-                    .optional()?
-                {
-                    seen.insert(cid.to_string(), seq);
-                }
-            }
-        }
-        let plan = plan_appends(&encoded, &mut r, &seen);
-        let now = now_ms();
-        if r.last_seq != before {
-            // One statement per chunk, as on sqlx: a statement that writes FTS5 rows ends
-            // with a flush of FTS5's pending terms, so a statement per row would write (and
-            // later merge) one tiny index segment per message.
-            for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
-                let mut insert = tx.prepare_cached(&insert_sql(chunk.len()))?;
-                let mut n = 0;
-                let mut bind = |v: &dyn rusqlite::ToSql| -> rusqlite::Result<()> {
-                    n += 1;
-                    insert.raw_bind_parameter(n, v)
-                };
-                for (i, seq, run) in chunk {
-                    let e = &encoded[*i];
-                    let f = &e.figures;
-                    bind(&id)?;
-                    bind(seq)?;
-                    bind(&e.client_id.as_deref())?;
-                    bind(&e.role)?;
-                    bind(&e.content.as_str())?;
-                    bind(&e.metadata.as_deref())?;
-                    bind(&e.status)?;
-                    bind(&now)?;
-                    bind(&f.tokens_o200k)?;
-                    bind(&f.tokens_cl100k)?;
-                    bind(&f.chars)?;
-                    bind(&f.flags())?;
-                    bind(&run.o200k)?;
-                    bind(&run.cl100k)?;
-                    bind(&run.chars)?;
-                    bind(&run.chars4)?;
-                    bind(&run.cuts)?;
-                }
-                insert.raw_execute()?;
-            }
-            tx.prepare_cached(
-                "UPDATE conversations SET last_seq = ?1, message_count = ?2, total_o200k = ?3, \
-                 total_cl100k = ?4, total_chars = ?5, total_chars4 = ?6, total_turns = ?7, \
-                 total_cuts = ?8, updated_at = ?9 WHERE id = ?10",
-            )?
-            .execute(rusqlite::params![
-                r.last_seq, r.count, r.o200k, r.cl100k, r.chars, r.chars4, r.turns, r.cuts, now,
-                id,
-            ])?;
-        }
-        tx.commit()?;
-        Ok(Appending::Done(plan.out))
+        append_on(&mut conn, tenant, id, encoded, false)
     }
 }
 
@@ -525,6 +456,137 @@ fn insert_sql(rows: usize) -> String {
     sql
 }
 
+/// The append of [`Direct::append`] on the locked writer `conn`; with `wait` false, a write
+/// lock held elsewhere gives [`Appending::WouldWait`] at once instead of the busy timeout.
+fn append_on(
+    conn: &mut Connection,
+    tenant: &str,
+    id: &str,
+    encoded: Vec<Encoded>,
+    wait: bool,
+) -> Result<Appending, StoreError> {
+    if !conn.is_autocommit() {
+        // Left open by a panic while the lock was held: nothing of it was acknowledged.
+        conn.execute_batch("ROLLBACK")?;
+    }
+    if !wait {
+        conn.busy_timeout(Duration::ZERO)?;
+    }
+    let refused = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => {
+            if !wait {
+                tx.busy_timeout(BUSY_TIMEOUT)?;
+            }
+            return write_batch(tx, tenant, id, encoded);
+        }
+        Err(e) => e,
+    };
+    if !wait {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        if refused.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+            return Ok(Appending::WouldWait(encoded));
+        }
+    }
+    Err(refused.into())
+}
+
+/// The batch written in the open write transaction `tx`, committed.
+fn write_batch(
+    tx: rusqlite::Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    encoded: Vec<Encoded>,
+) -> Result<Appending, StoreError> {
+    let running = tx
+        .prepare_cached(SQLITE_LOCK_RUNNING)?
+        .query_row(
+            &[("$1", &id as &dyn rusqlite::ToSql), ("$2", &tenant)][..],
+            |row| {
+                Ok(Running {
+                    last_seq: row.get(0)?,
+                    count: row.get(1)?,
+                    o200k: row.get(2)?,
+                    cl100k: row.get(3)?,
+                    chars: row.get(4)?,
+                    chars4: row.get(5)?,
+                    turns: row.get(6)?,
+                    cuts: row.get(7)?,
+                    current_windows: row.get(8)?,
+                })
+            },
+        )
+        .optional()?;
+    let Some(mut r) = running else {
+        return Err(StoreError::ConversationNotFound(id.to_string()));
+    };
+    if r.current_windows > 0 {
+        // Dropping the transaction rolls it back.
+        return Ok(Appending::NeedsStableWindows(encoded));
+    }
+    let before = r.last_seq;
+    let mut seen = HashMap::new();
+    {
+        let mut find = tx.prepare_cached(
+            "SELECT seq FROM messages WHERE conversation_id = ?1 AND client_id = ?2",
+        )?;
+        for cid in encoded.iter().filter_map(|e| e.client_id.as_deref()) {
+            if let Some(seq) = find
+                .query_row((id, cid), |row| row.get::<_, i64>(0))
+                .optional()?
+            {
+                seen.insert(cid.to_string(), seq);
+            }
+        }
+    }
+    let plan = plan_appends(&encoded, &mut r, &seen);
+    let now = now_ms();
+    if r.last_seq != before {
+        // One statement per chunk, as on sqlx: a statement that writes FTS5 rows ends
+        // with a flush of FTS5's pending terms, so a statement per row would write (and
+        // later merge) one tiny index segment per message.
+        for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
+            let mut insert = tx.prepare_cached(&insert_sql(chunk.len()))?;
+            let mut n = 0;
+            let mut bind = |v: &dyn rusqlite::ToSql| -> rusqlite::Result<()> {
+                n += 1;
+                insert.raw_bind_parameter(n, v)
+            };
+            for (i, seq, run) in chunk {
+                let e = &encoded[*i];
+                let f = &e.figures;
+                bind(&id)?;
+                bind(seq)?;
+                bind(&e.client_id.as_deref())?;
+                bind(&e.role)?;
+                bind(&e.content.as_str())?;
+                bind(&e.metadata.as_deref())?;
+                bind(&e.status)?;
+                bind(&now)?;
+                bind(&f.tokens_o200k)?;
+                bind(&f.tokens_cl100k)?;
+                bind(&f.chars)?;
+                bind(&f.flags())?;
+                bind(&run.o200k)?;
+                bind(&run.cl100k)?;
+                bind(&run.chars)?;
+                bind(&run.chars4)?;
+                bind(&run.cuts)?;
+            }
+            insert.raw_execute()?;
+        }
+        tx.prepare_cached(
+            "UPDATE conversations SET last_seq = ?1, message_count = ?2, total_o200k = ?3, \
+             total_cl100k = ?4, total_chars = ?5, total_chars4 = ?6, total_turns = ?7, \
+             total_cuts = ?8, updated_at = ?9 WHERE id = ?10",
+        )?
+        .execute(rusqlite::params![
+            r.last_seq, r.count, r.o200k, r.cl100k, r.chars, r.chars4, r.turns, r.cuts, now, id,
+        ])?;
+    }
+    tx.commit()?;
+    Ok(Appending::Done(plan.out))
+}
+
 /// One append for the writer thread, and where its outcome goes.
 struct AppendJob {
     tenant: String,
@@ -562,10 +624,10 @@ impl Appender {
         Ok(Appender { jobs })
     }
 
-    /// Appends on the writer thread. A write may wait for the write lock (the busy timeout),
-    /// held perhaps by an sqlx transaction whose task needs this very runtime: so no write
-    /// runs on a runtime thread. One thread, rather than `block_in_place`, also keeps the
-    /// thread count (and the memory of per-thread allocator arenas) flat under load.
+    /// Appends on the writer thread, which waits for the writer connection and the write lock
+    /// (held perhaps by an sqlx transaction whose task needs a runtime thread) so that no
+    /// runtime thread does. One thread, rather than `block_in_place`, also keeps the thread
+    /// count (and the memory of per-thread allocator arenas) flat under load.
     pub(super) async fn append(
         &self,
         tenant: &str,
