@@ -199,6 +199,94 @@ fn http_context_equals_recall_context() {
     drop(server);
 }
 
+/// No key, valid, revoked or unknown, reaches the server's log, even at `RUST_LOG=trace`
+/// and whatever shape the `Authorization` header has.
+#[cfg(unix)]
+#[test]
+fn keys_never_reach_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("recall.db").display().to_string();
+    let key = stdout_of(recall(&db).args(["keys", "create", "--tenant", "a"]))
+        .trim()
+        .to_string();
+    let revoked = stdout_of(recall(&db).args(["keys", "create", "--tenant", "b"]))
+        .trim()
+        .to_string();
+    let listed = stdout_of(recall(&db).args(["keys", "list", "--tenant", "b", "--json"]));
+    let listed: Value = serde_json::from_str(listed.trim()).unwrap();
+    recall(&db)
+        .args(["keys", "revoke", listed["id"].as_str().unwrap()])
+        .assert()
+        .success();
+    let unknown = format!("rk_{}", "7".repeat(64));
+
+    let mut server = serve_env(&db, &[], &[("RUST_LOG", "trace")]);
+    let rt = runtime();
+    let client = reqwest::Client::new();
+    let base = server.base.clone();
+    let (status, created) = rt.block_on(post(
+        &client,
+        &format!("{base}/v1/conversations"),
+        &key,
+        json!({}),
+    ));
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    let messages = format!("{base}/v1/conversations/{id}/messages");
+    let hello = json!({"role": "user", "content": "hello"});
+    let (status, res) = rt.block_on(post(&client, &messages, &key, hello.clone()));
+    assert_eq!(status, 201, "{res}");
+    let (status, res) = rt.block_on(post(
+        &client,
+        &format!("{base}/v1/conversations/nope/messages"),
+        &key,
+        hello.clone(),
+    ));
+    assert_eq!(status, 404, "{res}");
+    let (status, res) = rt.block_on(post(&client, &messages, &key, json!({"role": "nobody"})));
+    assert_eq!(status, 422, "{res}");
+    for k in [&revoked, &unknown] {
+        let (status, res) = rt.block_on(post(&client, &messages, k, hello.clone()));
+        assert_eq!(status, 401, "{res}");
+    }
+    for header in [
+        format!("Basic {key}"),
+        format!("Bearer  {key} x"),
+        key.clone(),
+    ] {
+        let res = rt
+            .block_on(
+                client
+                    .post(&messages)
+                    .header("authorization", header.as_str())
+                    .json(&hello)
+                    .send(),
+            )
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 401, "{header}");
+    }
+
+    let pid = nix::unistd::Pid::from_raw(server.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert!(server.child.wait().unwrap().success());
+    let mut log = Vec::new();
+    while let Ok(l) = server.stderr.recv_timeout(Duration::from_secs(5)) {
+        log.push(l);
+    }
+    // The log did record the requests (so the check below looked at something).
+    let about_requests = log
+        .iter()
+        .filter(|l| l.contains("/v1/conversations"))
+        .count();
+    assert!(about_requests >= 8, "{about_requests} lines: {log:#?}");
+    for secret in [&key, &revoked, &unknown] {
+        // Any 16 characters of the secret part would be a leak, not only the whole key.
+        let part = &secret[3..19];
+        let leaked: Vec<_> = log.iter().filter(|l| l.contains(part)).collect();
+        assert!(leaked.is_empty(), "key material in the log: {leaked:#?}");
+    }
+}
+
 /// SIGTERM stops the server cleanly; `--no-auth` is refused off loopback and announced on it.
 #[cfg(unix)]
 #[test]
