@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use recall_core::policy::{Format, PolicyOverrides, TrimMode};
-use recall_core::tokens::Tokenizer;
+use recall_core::policy::{Format, PolicyOverrides};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -298,7 +297,7 @@ pub struct ContextArgs {
     #[arg(long, value_name = "TEXT")]
     pub current: Option<String>,
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub limits: PolicyOverrides,
     /// Print the selection stats as the last stderr line (`stats: {json}`).
     #[arg(long)]
     pub stats: bool,
@@ -388,7 +387,7 @@ pub struct ChatArgs {
     #[arg(long, value_name = "FILE")]
     pub history_file: Option<PathBuf>,
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub limits: PolicyOverrides,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -434,54 +433,6 @@ Examples:
   recall render --format anthropic --max-tokens 8000 --stats --input chat.json
   recall render --format task --strict --input history.json";
 
-/// Limits and caps shared by every command that builds a context (FORMATS.md §3).
-#[derive(Debug, Clone, Args, Default)]
-pub struct LimitArgs {
-    /// Keep at most N most recent turns.
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<usize>,
-    /// Keep at most N characters of history.
-    #[arg(long, value_name = "N")]
-    pub max_chars: Option<u64>,
-    /// Keep at most N tokens of history.
-    #[arg(long, value_name = "N")]
-    pub max_tokens: Option<u64>,
-    /// Token counter: o200k (default), cl100k or chars4.
-    #[arg(long, value_name = "T", value_parser = parse_tokenizer)]
-    pub tokenizer: Option<Tokenizer>,
-    /// Cap each user message at N characters (`... [truncated]`).
-    #[arg(long, value_name = "N")]
-    pub user_max_chars: Option<usize>,
-    /// Cap each assistant message at N characters (`... [truncated at N chars]`).
-    #[arg(long, value_name = "N")]
-    pub assistant_max_chars: Option<usize>,
-    /// Cap each tool result at N characters (`... [truncated]`).
-    #[arg(long, value_name = "N")]
-    pub tool_result_max_chars: Option<usize>,
-    /// Trim mode: sliding (default) or stable (prompt-cache friendly).
-    #[arg(long, value_name = "T", value_parser = parse_trim)]
-    pub trim: Option<TrimMode>,
-    /// For --trim stable: fraction of the budget to trim down to (default 0.6).
-    #[arg(long, value_name = "F")]
-    pub low_water: Option<f64>,
-}
-
-impl LimitArgs {
-    pub fn overrides(&self) -> PolicyOverrides {
-        PolicyOverrides {
-            max_turns: self.max_turns,
-            max_chars: self.max_chars,
-            max_tokens: self.max_tokens,
-            tokenizer: self.tokenizer,
-            user_max_chars: self.user_max_chars,
-            assistant_max_chars: self.assistant_max_chars,
-            tool_result_max_chars: self.tool_result_max_chars,
-            trim: self.trim,
-            low_water: self.low_water,
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct RenderArgs {
     /// Output format.
@@ -495,7 +446,7 @@ pub struct RenderArgs {
     #[arg(long, value_name = "TEXT")]
     pub current: Option<String>,
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub limits: PolicyOverrides,
     /// Print the selection stats as the last stderr line (`stats: {json}`).
     #[arg(long)]
     pub stats: bool,
@@ -508,15 +459,6 @@ pub struct RenderArgs {
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse()
-}
-
-fn parse_tokenizer(s: &str) -> Result<Tokenizer, String> {
-    s.parse()
-        .map_err(|e: recall_core::tokens::UnknownTokenizer| e.to_string())
-}
-
-fn parse_trim(s: &str) -> Result<TrimMode, String> {
     s.parse()
 }
 

@@ -20,7 +20,7 @@
 
 use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
-use crate::policy::{Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
+use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
 use crate::render::{render, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
 use crate::stable::{stable_window_start, WindowItem};
@@ -28,7 +28,9 @@ use crate::stable::{stable_window_start, WindowItem};
 /// What to build.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextRequest {
-    pub format: Format,
+    /// The output format; `None`: the conversation's own (its stored policy's), else
+    /// `transcript`. See [`ContextRequest::resolve`].
+    pub format: Option<Format>,
     /// Limits set by the caller over the format's defaults.
     pub overrides: PolicyOverrides,
     /// The current message (`xml`); for other formats it is appended as a user message.
@@ -41,17 +43,56 @@ impl ContextRequest {
     /// A request for `format` with its default limits, escaping on.
     pub fn new(format: Format) -> Self {
         ContextRequest {
-            format,
+            format: Some(format),
             overrides: PolicyOverrides::default(),
             current: None,
             escape: true,
         }
     }
+
+    /// The format and policy this request asks for over a conversation's stored policy: the
+    /// request's format, else the stored one, else `transcript`; then that format's
+    /// defaults, the stored values, and the request's values, each over the one before.
+    ///
+    /// ```
+    /// use recall_core::context::ContextRequest;
+    /// use recall_core::policy::{ConversationPolicy, Format};
+    /// let stored: ConversationPolicy = serde_json::from_str(r#"{"format":"xml","max_turns":4}"#).unwrap();
+    /// let r = ContextRequest { format: None, ..ContextRequest::new(Format::Transcript) }
+    ///     .resolve(Some(&stored))
+    ///     .unwrap();
+    /// assert_eq!(r.format, Format::Xml);
+    /// assert_eq!(r.policy.max_turns, Some(4));
+    /// assert_eq!(r.policy.max_chars, Some(100_000)); // xml's default
+    /// ```
+    pub fn resolve(&self, stored: Option<&ConversationPolicy>) -> Result<Resolved, InvalidPolicy> {
+        let format = self
+            .format
+            .or(stored.and_then(|p| p.format))
+            .unwrap_or_default();
+        let mut policy = format.default_policy();
+        if let Some(p) = stored {
+            policy = p.limits.apply(policy)?;
+        }
+        Ok(Resolved {
+            format,
+            policy: self.overrides.apply(policy)?,
+        })
+    }
+}
+
+/// The format and policy a context is built with (see [`ContextRequest::resolve`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub format: Format,
+    pub policy: Policy,
 }
 
 /// A built context.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextOutput {
+    /// The format `prompt` is in.
+    pub format: Format,
     pub prompt: Prompt,
     pub stats: Stats,
     /// The policy that was applied (format defaults plus overrides).
@@ -86,7 +127,8 @@ impl ContextOutput {
 /// Why a context could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContextError {
-    #[error("xml needs a current message: end the input with a user message or pass --current")]
+    /// Interfaces name their own way of giving one (`--current`, the `current` field).
+    #[error("xml needs a current message: end the history with a user message or give `current`")]
     NoCurrentMessage,
     #[error("the current message is empty")]
     EmptyCurrent,
@@ -179,15 +221,16 @@ pub fn stable_start_of(history: &[HistoryMessage], policy: &Policy) -> usize {
 pub fn assemble(
     mut g: Gathered,
     req: &ContextRequest,
-    policy: Policy,
+    resolved: Resolved,
 ) -> Result<ContextOutput, ContextError> {
+    let Resolved { format, policy } = resolved;
     let counter = policy.tokenizer;
     let mut current: Option<String> = None;
     if let Some(c) = &req.current {
         if c.trim().is_empty() {
             return Err(ContextError::EmptyCurrent);
         }
-        if req.format == Format::Xml {
+        if format == Format::Xml {
             current = Some(c.clone());
         } else {
             let index = g.history.last().map_or(0, |m| m.index + 1);
@@ -197,7 +240,7 @@ pub fn assemble(
                 &counter,
             ));
         }
-    } else if req.format == Format::Xml {
+    } else if format == Format::Xml {
         match g.history.last() {
             Some(last) if last.message.is_cut_point() => {
                 current = Some(user_text(&last.message));
@@ -224,8 +267,9 @@ pub fn assemble(
         current: current.as_deref(),
         escape: req.escape,
     };
-    let prompt = render(req.format, &input);
+    let prompt = render(format, &input);
     Ok(ContextOutput {
+        format,
         prompt,
         stats,
         policy,
@@ -240,7 +284,8 @@ pub fn build_context(
     conv: &Conversation,
     req: &ContextRequest,
 ) -> Result<ContextOutput, ContextError> {
-    let policy = req.overrides.apply(req.format.default_policy())?;
+    let resolved = req.resolve(None)?;
+    let (format, policy) = (resolved.format, &resolved.policy);
     let counter = policy.tokenizer;
     let history: Vec<HistoryMessage> = conv
         .messages
@@ -253,14 +298,14 @@ pub fn build_context(
     // The stable window covers the history `assemble` selects from: without the final user
     // message `xml` takes as the current one (§4.3: limits apply to the history only), with
     // the `--current` message other formats append (§3.3).
-    let window_start = match (policy.trim, stable_budget(&policy)) {
+    let window_start = match (policy.trim, stable_budget(policy)) {
         (TrimMode::Stable, Some((budget, tokens))) => {
             let mut w: Vec<WindowItem> = history.iter().map(|h| window_item(h, tokens)).collect();
             match &req.current {
-                None if req.format == Format::Xml => {
+                None if format == Format::Xml => {
                     w.pop();
                 }
-                Some(c) if req.format != Format::Xml => {
+                Some(c) if format != Format::Xml => {
                     let m = Message::text(Role::User, c.clone());
                     w.push(window_item(&HistoryMessage::new(0, m, &counter), tokens));
                 }
@@ -278,7 +323,7 @@ pub fn build_context(
         skipped: conv.skipped,
         warnings,
     };
-    assemble(gathered, req, policy)
+    assemble(gathered, req, resolved)
 }
 
 /// A user message's own text: its string, or its text blocks joined with `"\n"`.

@@ -184,13 +184,12 @@ fn messages_from_entries(
     for (i, entry) in entries.into_iter().enumerate() {
         let parsed = parse_entry(entry, i, &opts.label);
         match parsed {
-            Err(warning) => {
+            Err(problem) => {
                 if opts.strict {
-                    let reason = warning.trim_end_matches(", skipping").to_string();
-                    return Err(ParseError::Strict(reason));
+                    return Err(ParseError::Strict(problem.to_string()));
                 }
                 conv.skipped += 1;
-                conv.warnings.push(warning);
+                conv.warnings.push(problem.warning());
             }
             Ok(Parsed::ToolResult(block)) => match &mut tool_run {
                 Some((_, blocks)) => blocks.push(block),
@@ -225,51 +224,65 @@ enum Parsed {
     ToolResult(Block),
 }
 
-/// Parses one message object. Any problem is a warning text naming the entry.
-pub fn parse_message_value(v: Value, index: usize, label: &str) -> Result<Message, String> {
+/// What is wrong with one entry of the input, naming it (`messages[3] has empty/invalid
+/// content`). Lenient parsing skips the entry and warns ([`InvalidEntry::warning`]); strict
+/// parsing and single-message appends refuse it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidEntry(pub String);
+
+impl InvalidEntry {
+    /// The warning of lenient parsing: the problem, then `, skipping`.
+    pub fn warning(&self) -> String {
+        format!("{}, skipping", self.0)
+    }
+}
+
+/// Parses one message object, or says what is wrong with it.
+pub fn parse_message_value(v: Value, index: usize, label: &str) -> Result<Message, InvalidEntry> {
     match parse_entry(v, index, label)? {
         Parsed::Message(m) => Ok(m),
         Parsed::ToolResult(b) => Ok(Message::blocks(Role::User, vec![b])),
     }
 }
 
-fn parse_entry(v: Value, i: usize, label: &str) -> Result<Parsed, String> {
+fn parse_entry(v: Value, i: usize, label: &str) -> Result<Parsed, InvalidEntry> {
     let Value::Object(mut obj) = v else {
-        return Err(format!("{label}[{i}] is not a dict, skipping"));
+        return Err(InvalidEntry(format!("{label}[{i}] is not a dict")));
     };
     let has_tool_calls = matches!(obj.get("tool_calls"), Some(Value::Array(a)) if !a.is_empty());
     let content_missing = !obj.contains_key("content")
         || (obj.get("content") == Some(&Value::Null) && !has_tool_calls);
     if !obj.contains_key("role") || (content_missing && !has_tool_calls) {
-        return Err(format!(
-            "{label}[{i}] missing 'role' or 'content', skipping"
-        ));
+        return Err(InvalidEntry(format!(
+            "{label}[{i}] missing 'role' or 'content'"
+        )));
     }
     let role_v = obj.remove("role").unwrap_or(Value::Null);
     let role_name = match &role_v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let invalid_role = || format!("{label}[{i}] has invalid role '{role_name}', skipping");
-    let empty = || format!("{label}[{i}] has empty/invalid content, skipping");
+    let invalid_role = || InvalidEntry(format!("{label}[{i}] has invalid role '{role_name}'"));
+    let empty = || InvalidEntry(format!("{label}[{i}] has empty/invalid content"));
 
     let id = match obj.remove("id") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s),
         Some(Value::Number(n)) => Some(n.to_string()),
         Some(_) => {
-            return Err(format!(
-                "{label}[{i}] has an invalid 'id' (expected a string), skipping"
-            ))
+            return Err(InvalidEntry(format!(
+                "{label}[{i}] has an invalid 'id' (expected a string)"
+            )))
         }
     };
     let metadata = match obj.remove("metadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m),
         Some(_) => {
-            return Err(format!(
-                "{label}[{i}] has invalid 'metadata' (expected an object), skipping"
-            ))
+            return Err(InvalidEntry(format!(
+                "{label}[{i}] has invalid 'metadata' (expected an object)"
+            )))
         }
     };
 
@@ -282,9 +295,9 @@ fn parse_entry(v: Value, i: usize, label: &str) -> Result<Parsed, String> {
             let tool_call_id = match obj.get("tool_call_id").and_then(Value::as_str) {
                 Some(s) if !s.is_empty() => s.to_string(),
                 _ => {
-                    return Err(format!(
-                        "{label}[{i}] is a tool message without 'tool_call_id', skipping"
-                    ))
+                    return Err(InvalidEntry(format!(
+                        "{label}[{i}] is a tool message without 'tool_call_id'"
+                    )))
                 }
             };
             let content = match content_v {
@@ -323,8 +336,9 @@ fn parse_entry(v: Value, i: usize, label: &str) -> Result<Parsed, String> {
         };
         for call in calls {
             blocks.push(
-                parse_tool_call(&call)
-                    .ok_or_else(|| format!("{label}[{i}] has an invalid tool call, skipping"))?,
+                parse_tool_call(&call).ok_or_else(|| {
+                    InvalidEntry(format!("{label}[{i}] has an invalid tool call"))
+                })?,
             );
         }
         content = Content::Blocks(blocks);

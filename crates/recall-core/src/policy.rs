@@ -72,19 +72,215 @@ impl Policy {
     }
 }
 
-/// Values given by the caller (flags, API fields); each one set replaces the format default.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A count in a policy (turns, characters, tokens): a whole number from 0 to 2^63 − 1, the
+/// range both databases store. Deserialises from an integer or from a float with no
+/// fractional part (`8000.0`: JSON does not tell the two apart and some encoders write whole
+/// numbers that way); parses from the same text on the command line. Anything else is refused
+/// with [`InvalidCount`], so no interface can truncate a count silently.
+///
+/// ```
+/// use recall_core::policy::Count;
+/// let c: Count = serde_json::from_str("8000.0").unwrap();
+/// assert_eq!(c.get(), 8000);
+/// assert_eq!("8000".parse::<Count>().unwrap(), c);
+/// assert!("-1".parse::<Count>().is_err());
+/// assert!(serde_json::from_str::<Count>("9223372036854775808").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Count(u64);
+
+/// A value that is not a [`Count`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value: {0}, expected a count from 0 to 9223372036854775807")]
+pub struct InvalidCount(pub String);
+
+impl Count {
+    /// The largest count: `i64::MAX`.
+    pub const MAX: u64 = i64::MAX as u64;
+
+    /// A count, if `n` is at most [`Count::MAX`].
+    pub fn new(n: u64) -> Result<Count, InvalidCount> {
+        if n <= Count::MAX {
+            Ok(Count(n))
+        } else {
+            Err(InvalidCount(n.to_string()))
+        }
+    }
+
+    /// The value.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The value as a `usize` (saturating on 32-bit targets, where such a count means "no
+    /// limit" in practice).
+    pub fn as_usize(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+
+    /// A whole float within range (below 2^53 every whole float is exact; above it there is
+    /// no integer a client could have meant exactly, so it is refused).
+    fn from_f64(f: f64) -> Result<Count, InvalidCount> {
+        if f.fract() == 0.0 && (0.0..9.0e15).contains(&f) {
+            Ok(Count(f as u64))
+        } else {
+            Err(InvalidCount(f.to_string()))
+        }
+    }
+}
+
+impl From<u32> for Count {
+    fn from(n: u32) -> Count {
+        Count(u64::from(n))
+    }
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for Count {
+    type Err = InvalidCount;
+    fn from_str(s: &str) -> Result<Count, InvalidCount> {
+        let t = s.trim();
+        if let Ok(n) = t.parse::<u64>() {
+            return Count::new(n);
+        }
+        match t.parse::<f64>() {
+            Ok(f) if t.contains('.') => Count::from_f64(f).map_err(|_| InvalidCount(s.into())),
+            _ => Err(InvalidCount(s.to_string())),
+        }
+    }
+}
+
+impl serde::Serialize for Count {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a count from 0 to 9223372036854775807")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Count, E> {
+                Count::new(n).map_err(E::custom)
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Count, E> {
+                u64::try_from(n)
+                    .map_err(|_| InvalidCount(n.to_string()))
+                    .and_then(Count::new)
+                    .map_err(E::custom)
+            }
+            fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Count, E> {
+                Count::from_f64(f).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Values given by the caller (flags, API fields, a conversation's stored policy); each one
+/// set replaces the format default. This one type is the policy of every interface: clap
+/// flags (feature `clap`), request bodies (serde), the MCP tools' JSON Schema (feature
+/// `schemars`) and the OpenAPI document (feature `utoipa`) all derive from it, and the doc
+/// comments below are their help texts. [`PolicyOverrides::apply`] is the one place its values
+/// are checked.
+///
+/// Adding a field: add it here (with its doc comment and clap attribute), to [`Policy`] and to
+/// `apply`; every interface picks it up.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+// The derived deserializer becomes an inherent function, wrapped by the trait impl below so
+// that every error names its field, however deeply the policy is nested or flattened.
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct PolicyOverrides {
-    pub max_turns: Option<usize>,
-    pub max_chars: Option<u64>,
-    pub max_tokens: Option<u64>,
+    /// Keep at most N most recent turns.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<Count>,
+    /// Keep at most N characters of history.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<Count>,
+    /// Keep at most N tokens of history.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<Count>,
+    /// Token counter: o200k (default), cl100k or chars4.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "T"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<Tokenizer>,
-    pub user_max_chars: Option<usize>,
-    pub assistant_max_chars: Option<usize>,
-    pub tool_result_max_chars: Option<usize>,
+    /// Cap each user message at N characters (`... [truncated]`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_max_chars: Option<Count>,
+    /// Cap each assistant message at N characters (`... [truncated at N chars]`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assistant_max_chars: Option<Count>,
+    /// Cap each tool result at N characters (`... [truncated]`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result_max_chars: Option<Count>,
+    /// Trim mode: sliding (default) or stable (prompt-cache friendly: the window start moves
+    /// only when over budget).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "T"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trim: Option<TrimMode>,
+    /// For stable trimming: the fraction of the budget to trim down to, in (0, 1] (default
+    /// 0.6).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "F"))]
+    #[cfg_attr(feature = "schemars", schemars(range(max = 1.0)))]
+    #[cfg_attr(feature = "utoipa", schema(exclusive_minimum = 0.0, maximum = 1.0))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low_water: Option<f64>,
+}
+
+impl serde::Serialize for PolicyOverrides {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        PolicyOverrides::serialize(self, s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PolicyOverrides {
+    /// The derived reading, with each error prefixed by the field it is about (serde's own
+    /// messages say what was wrong but not where, once the policy sits inside another
+    /// object), and the values checked ([`PolicyOverrides::validate`]).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        use serde_json::{Map, Value};
+        let map = Map::<String, Value>::deserialize(d)?;
+        let whole = PolicyOverrides::deserialize(Value::Object(map.clone()));
+        let p = match whole {
+            Ok(p) => p,
+            Err(e) => {
+                // Find the field at fault: each one alone.
+                for (k, v) in map {
+                    let one = Map::from_iter([(k.clone(), v)]);
+                    if let Err(e) = PolicyOverrides::deserialize(Value::Object(one)) {
+                        let e = e.to_string();
+                        return Err(if e.starts_with("unknown field") {
+                            D::Error::custom(e)
+                        } else {
+                            D::Error::custom(format!("{k}: {e}"))
+                        });
+                    }
+                }
+                return Err(D::Error::custom(e));
+            }
+        };
+        p.validate().map_err(D::Error::custom)?;
+        Ok(p)
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for Tokenizer {
@@ -101,47 +297,91 @@ impl<'de> serde::Deserialize<'de> for TrimMode {
     }
 }
 
-/// A policy value that cannot be used.
+/// A policy value that cannot be used. The message names the field (`low_water`), never a
+/// flag, so every interface can show it as it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct InvalidPolicy(pub String);
 
 impl PolicyOverrides {
-    /// Applies these values over `base`.
-    pub fn apply(&self, mut base: Policy) -> Result<Policy, InvalidPolicy> {
-        if let Some(v) = self.max_turns {
-            base.max_turns = Some(v);
-        }
-        if let Some(v) = self.max_chars {
-            base.max_chars = Some(v);
-        }
-        if let Some(v) = self.max_tokens {
-            base.max_tokens = Some(v);
-        }
-        if let Some(v) = self.tokenizer {
-            base.tokenizer = v;
-        }
-        if let Some(v) = self.user_max_chars {
-            base.user_max_chars = Some(v);
-        }
-        if let Some(v) = self.assistant_max_chars {
-            base.assistant_max_chars = Some(v);
-        }
-        if let Some(v) = self.tool_result_max_chars {
-            base.tool_result_max_chars = Some(v);
-        }
-        if let Some(v) = self.trim {
-            base.trim = v;
-        }
+    /// Checks the values that their types alone do not bound.
+    pub fn validate(&self) -> Result<(), InvalidPolicy> {
         if let Some(v) = self.low_water {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(InvalidPolicy(format!(
                     "low_water must be a fraction in (0, 1], got {v}"
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// True when no value is set.
+    pub fn is_empty(&self) -> bool {
+        *self == PolicyOverrides::default()
+    }
+
+    /// Applies these values over `base`.
+    pub fn apply(&self, mut base: Policy) -> Result<Policy, InvalidPolicy> {
+        self.validate()?;
+        if let Some(v) = self.max_turns {
+            base.max_turns = Some(v.as_usize());
+        }
+        if let Some(v) = self.max_chars {
+            base.max_chars = Some(v.get());
+        }
+        if let Some(v) = self.max_tokens {
+            base.max_tokens = Some(v.get());
+        }
+        if let Some(v) = self.tokenizer {
+            base.tokenizer = v;
+        }
+        if let Some(v) = self.user_max_chars {
+            base.user_max_chars = Some(v.as_usize());
+        }
+        if let Some(v) = self.assistant_max_chars {
+            base.assistant_max_chars = Some(v.as_usize());
+        }
+        if let Some(v) = self.tool_result_max_chars {
+            base.tool_result_max_chars = Some(v.as_usize());
+        }
+        if let Some(v) = self.trim {
+            base.trim = v;
+        }
+        if let Some(v) = self.low_water {
             base.low_water = v;
         }
         Ok(base)
+    }
+}
+
+/// A conversation's default policy, as stored with it: an optional format (used when a
+/// request names none) and policy values over that format's defaults.
+///
+/// ```
+/// use recall_core::policy::{ConversationPolicy, Format};
+/// let p: ConversationPolicy = serde_json::from_str(r#"{"format":"xml","max_turns":10}"#).unwrap();
+/// assert_eq!(p.format, Some(Format::Xml));
+/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"format":"xml","max_turns":10}"#);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "utoipa", schema(as = Policy))]
+#[serde(deny_unknown_fields)]
+pub struct ConversationPolicy {
+    /// The format used when a request names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<Format>,
+    #[serde(flatten)]
+    pub limits: PolicyOverrides,
+}
+
+impl ConversationPolicy {
+    /// Checks the values as a context request's are, so that a bad policy is refused when it
+    /// is set, not at every context built from the conversation later.
+    pub fn validate(&self) -> Result<(), InvalidPolicy> {
+        self.limits.validate()
     }
 }
 
@@ -235,5 +475,120 @@ impl<'de> serde::Deserialize<'de> for Format {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// JSON Schema and OpenAPI descriptions of the string enums, written by hand because their
+/// serde forms are hand-written too (aliases like `o200k_base` are accepted on input).
+#[cfg(any(feature = "schemars", feature = "utoipa"))]
+mod schemas {
+    use super::{Count, Format, Tokenizer, TrimMode};
+
+    #[cfg(feature = "schemars")]
+    mod json_schema {
+        use super::*;
+        use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+        use std::borrow::Cow;
+
+        fn names(v: &[&str]) -> Schema {
+            json_schema!({ "type": "string", "enum": v })
+        }
+
+        impl JsonSchema for Count {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                "Count".into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!({ "type": "integer", "minimum": 0, "maximum": Count::MAX })
+            }
+        }
+
+        impl JsonSchema for Tokenizer {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                "Tokenizer".into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                names(&Tokenizer::ALL.map(Tokenizer::name))
+            }
+        }
+
+        impl JsonSchema for TrimMode {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                "TrimMode".into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                names(&["sliding", "stable"])
+            }
+        }
+
+        impl JsonSchema for Format {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                "Format".into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                names(&Format::ALL.map(Format::name))
+            }
+        }
+    }
+
+    #[cfg(feature = "utoipa")]
+    mod openapi {
+        use super::*;
+        use utoipa::openapi::schema::{
+            KnownFormat, ObjectBuilder, Schema, SchemaFormat, SchemaType, Type,
+        };
+        use utoipa::openapi::RefOr;
+        use utoipa::{PartialSchema, ToSchema};
+
+        fn names(v: &[&str]) -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(SchemaType::new(Type::String))
+                .enum_values(Some(v.iter().copied()))
+                .into()
+        }
+
+        impl PartialSchema for Count {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::new(Type::Integer))
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .minimum(Some(0))
+                    .into()
+            }
+        }
+        impl ToSchema for Count {}
+
+        impl PartialSchema for Tokenizer {
+            fn schema() -> RefOr<Schema> {
+                names(&Tokenizer::ALL.map(Tokenizer::name))
+            }
+        }
+        impl ToSchema for Tokenizer {}
+
+        impl PartialSchema for TrimMode {
+            fn schema() -> RefOr<Schema> {
+                names(&["sliding", "stable"])
+            }
+        }
+        impl ToSchema for TrimMode {}
+
+        impl PartialSchema for Format {
+            fn schema() -> RefOr<Schema> {
+                names(&Format::ALL.map(Format::name))
+            }
+        }
+        impl ToSchema for Format {}
     }
 }

@@ -362,13 +362,13 @@ fn overrides() -> impl Strategy<Value = PolicyOverrides> {
                 low_water,
             )| {
                 PolicyOverrides {
-                    max_turns,
-                    max_chars,
-                    max_tokens,
+                    max_turns: max_turns.map(count),
+                    max_chars: max_chars.map(count),
+                    max_tokens: max_tokens.map(count),
                     tokenizer: tok,
-                    user_max_chars: user,
-                    assistant_max_chars: assistant,
-                    tool_result_max_chars: tool,
+                    user_max_chars: user.map(count),
+                    assistant_max_chars: assistant.map(count),
+                    tool_result_max_chars: tool.map(count),
                     trim,
                     low_water,
                 }
@@ -949,7 +949,7 @@ proptest! {
             skipped: parse_skipped,
             warnings: Vec::new(),
         };
-        let req = ContextRequest { format, overrides, current: current.clone(), escape: true };
+        let req = ContextRequest { format: Some(format), overrides, current: current.clone(), escape: true };
         let mut hist: Vec<Message> = msgs.iter().filter(|m| m.role != Role::System).cloned().collect();
         let out = match build_context(&conv, &req) {
             Ok(out) => out,
@@ -1006,9 +1006,9 @@ fn conv_of(msgs: Vec<Message>) -> Conversation {
 
 fn stable_req(format: Format, max_tokens: u64, current: Option<&str>) -> ContextRequest {
     ContextRequest {
-        format,
+        format: Some(format),
         overrides: PolicyOverrides {
-            max_tokens: Some(max_tokens),
+            max_tokens: Some(count(max_tokens)),
             tokenizer: Some(Tokenizer::Chars4),
             trim: Some(TrimMode::Stable),
             ..PolicyOverrides::default()
@@ -1061,4 +1061,10 @@ fn regression_stable_window_counts_an_appended_current_message() {
         "{:?}",
         out.stats
     );
+}
+
+/// A generated limit as a policy count (the generators stay far below its maximum).
+fn count<N: TryInto<u64>>(n: N) -> recall_core::policy::Count {
+    let n: u64 = n.try_into().ok().unwrap_or(u64::MAX);
+    recall_core::policy::Count::new(n).unwrap()
 }

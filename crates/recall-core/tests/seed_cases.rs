@@ -8,6 +8,7 @@
 //! - `seed_003`: the MCP task orchestrator's `conversation_history` (validation, truncation,
 //!   the agent-prompt section) → `task`.
 
+use recall_core::policy::Count;
 use recall_core::{
     build_context, parse_conversation, ContextOutput, ContextRequest, Conversation, Format,
     ParseError, ParseOptions, PolicyOverrides, Prompt,
@@ -50,7 +51,7 @@ fn native(input: &str, format: Format, overrides: PolicyOverrides) -> (Value, Co
 
 fn max_turns(n: usize) -> PolicyOverrides {
     PolicyOverrides {
-        max_turns: Some(n),
+        max_turns: Some(Count::new(n as u64).unwrap()),
         ..PolicyOverrides::default()
     }
 }
@@ -499,7 +500,7 @@ mod seed_004_native {
             &input,
             Format::Anthropic,
             PolicyOverrides {
-                max_chars: Some(2),
+                max_chars: Some(2.into()),
                 ..PolicyOverrides::default()
             },
         );
@@ -657,7 +658,7 @@ mod seed_004_native {
             &input,
             Format::Openai,
             PolicyOverrides {
-                max_chars: Some(100),
+                max_chars: Some(100.into()),
                 ..PolicyOverrides::default()
             },
         );
@@ -1006,8 +1007,8 @@ mod seed_003_task {
             r#"[{"role": "user", "content": "abcdefgh"}, {"role": "assistant", "content": "ijklmnop"}]"#,
             Format::Task,
             PolicyOverrides {
-                user_max_chars: Some(3),
-                assistant_max_chars: Some(4),
+                user_max_chars: Some(3.into()),
+                assistant_max_chars: Some(4.into()),
                 ..PolicyOverrides::default()
             },
         );

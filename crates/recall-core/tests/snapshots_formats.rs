@@ -371,8 +371,8 @@ fn openai_tools() {
 fn unicode_caps() {
     snapshot_all_formats(Case {
         overrides: PolicyOverrides {
-            user_max_chars: Some(5),
-            assistant_max_chars: Some(6),
+            user_max_chars: Some(5.into()),
+            assistant_max_chars: Some(6.into()),
             ..PolicyOverrides::default()
         },
         debug_escapes: true,

@@ -61,7 +61,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn request() -> ContextRequest {
     ContextRequest {
         overrides: PolicyOverrides {
-            max_tokens: Some(MAX_TOKENS),
+            max_tokens: Some(recall_core::policy::Count::from(MAX_TOKENS as u32)),
             ..PolicyOverrides::default()
         },
         ..ContextRequest::new(Format::Transcript)
@@ -158,7 +158,7 @@ fn expected_prompt(n: usize) -> String {
         .map(|(i, m)| HistoryMessage::new(i + 1, m, &Tokenizer::O200k))
         .collect();
     let policy = recall_core::policy::PolicyOverrides {
-        max_tokens: Some(MAX_TOKENS),
+        max_tokens: Some(recall_core::policy::Count::from(MAX_TOKENS as u32)),
         ..PolicyOverrides::default()
     }
     .apply(Format::Transcript.default_policy())

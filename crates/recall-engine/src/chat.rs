@@ -30,8 +30,9 @@ pub struct ChatTurn {
     pub client_id: Option<String>,
     /// The model; `None` uses the backend's default.
     pub model: Option<String>,
-    /// The most tokens the reply may have (`None`: [`ChatRequest::DEFAULT_MAX_TOKENS`]).
-    pub max_tokens: Option<u32>,
+    /// The most tokens the reply may have (`None`: [`ChatRequest::DEFAULT_MAX_TOKENS`]). Not
+    /// the history budget, which is `overrides.max_tokens`.
+    pub max_output_tokens: Option<u32>,
     /// Context limits over the backend format's defaults and the conversation's policy.
     pub overrides: PolicyOverrides,
 }
@@ -181,7 +182,7 @@ impl Engine {
         });
         let mut request = prepared.request;
         request.model = turn.model.clone();
-        if let Some(n) = turn.max_tokens {
+        if let Some(n) = turn.max_output_tokens {
             request.max_tokens = n;
         }
 

@@ -21,10 +21,9 @@ mod transfer;
 
 use std::sync::Arc;
 
-use recall_core::context::{assemble, ContextOutput, ContextRequest, Gathered};
+use recall_core::context::{assemble, ContextOutput, ContextRequest, Gathered, Resolved};
 use recall_core::message::Message;
 use recall_core::parse::parse_message_value;
-use recall_core::policy::{Format, Policy, PolicyOverrides};
 use recall_store::{Appended, Conversation, NewConversation, NewMessage, Store};
 use serde_json::Value;
 
@@ -95,7 +94,8 @@ impl Engine {
         new: NewConversation,
     ) -> Result<Conversation, EngineError> {
         if let Some(p) = &new.policy {
-            StoredPolicy::parse(p)?;
+            p.validate()
+                .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
         }
         Ok(self.store.create_conversation(tenant, new).await?)
     }
@@ -136,7 +136,7 @@ impl Engine {
             });
         }
         parse_message_value(value, index, "messages")
-            .map_err(|w| EngineError::Invalid(w.trim_end_matches(", skipping").to_string()))
+            .map_err(|e| EngineError::Invalid(e.to_string()))
     }
 
     /// Appends one message given as JSON (Anthropic- or OpenAI-shaped). Strict: an invalid or
@@ -200,37 +200,47 @@ impl Engine {
         })
     }
 
-    /// Builds the context of a stored conversation: the format's defaults, then the
-    /// conversation's default policy, then the request's values. Only the messages the
-    /// limits can reach are read.
+    /// Builds the context of a stored conversation: the request's format (else the
+    /// conversation's, else `transcript`), that format's defaults, then the conversation's
+    /// default policy, then the request's values ([`ContextRequest::resolve`]). Only the
+    /// messages the limits can reach are read.
     pub async fn context(
         &self,
         tenant: &str,
         id: &str,
         req: &ContextRequest,
     ) -> Result<ContextOutput, EngineError> {
-        // Most conversations have no stored policy: the request's policy is then the
-        // effective one, and the conversation and its window come back from one statement.
-        // When the stored policy changes it, the window is read again under the right one
-        // (a conversation's policy and system prompt never change, so the two reads agree).
-        let (conv, window, policy) = match request_policy(req) {
+        // Most conversations have no stored policy: the request alone then decides, and the
+        // conversation and its window come back from one statement. When the stored policy
+        // changes the outcome, the window is read again under the right one (a
+        // conversation's policy and system prompt never change, so the two reads agree).
+        let (conv, window, resolved) = match req.resolve(None) {
             Ok(guess) => {
-                let (conv, window) = self.store.conversation_window(tenant, id, &guess).await?;
-                let policy = effective_policy(&conv, req)?;
-                if policy == guess {
-                    (conv, window, policy)
+                let (conv, window) = self
+                    .store
+                    .conversation_window(tenant, id, &guess.policy)
+                    .await?;
+                let resolved = resolve(&conv, req)?;
+                if resolved == guess {
+                    (conv, window, resolved)
                 } else {
-                    let window = self.store.context_window(tenant, id, &policy).await?;
-                    (conv, window, policy)
+                    let window = self
+                        .store
+                        .context_window(tenant, id, &resolved.policy)
+                        .await?;
+                    (conv, window, resolved)
                 }
             }
             // The request alone may not make a valid policy while the stored one repairs
             // it: the stored policy decides, as before.
             Err(_) => {
                 let conv = self.store.get_conversation(tenant, id).await?;
-                let policy = effective_policy(&conv, req)?;
-                let window = self.store.context_window(tenant, id, &policy).await?;
-                (conv, window, policy)
+                let resolved = resolve(&conv, req)?;
+                let window = self
+                    .store
+                    .context_window(tenant, id, &resolved.policy)
+                    .await?;
+                (conv, window, resolved)
             }
         };
         let mut system_parts: Vec<String> = conv
@@ -253,54 +263,13 @@ impl Engine {
             skipped: 0,
             warnings: Vec::new(),
         };
-        Ok(assemble(gathered, req, policy)?)
+        Ok(assemble(gathered, req, resolved)?)
     }
 }
 
-/// A conversation's stored default policy: an optional `format` and policy values.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StoredPolicy {
-    pub format: Option<Format>,
-    #[serde(flatten)]
-    pub overrides: PolicyOverrides,
-}
-
-impl StoredPolicy {
-    /// Reads a stored policy; names the problem when it is not one. Its values are checked
-    /// as a context request's are (a `low_water` of 0 is refused here, not at every context
-    /// built from the conversation later).
-    pub fn parse(v: &Value) -> Result<StoredPolicy, EngineError> {
-        let p: StoredPolicy = serde_json::from_value(v.clone())
-            .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
-        let base = p.format.unwrap_or_default().default_policy();
-        p.overrides
-            .apply(base)
-            .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
-        Ok(p)
-    }
-}
-
-/// Format defaults, then the conversation's policy, then the request's overrides.
-pub fn effective_policy(conv: &Conversation, req: &ContextRequest) -> Result<Policy, EngineError> {
-    let mut policy = req.format.default_policy();
-    if let Some(p) = &conv.policy {
-        policy = StoredPolicy::parse(p)?.overrides.apply(policy)?;
-    }
-    Ok(req.overrides.apply(policy)?)
-}
-
-/// The policy of a request over a conversation without a stored policy.
-fn request_policy(req: &ContextRequest) -> Result<Policy, EngineError> {
-    Ok(req.overrides.apply(req.format.default_policy())?)
-}
-
-/// The format a conversation's policy names, if any.
-pub fn conversation_format(conv: &Conversation) -> Option<Format> {
-    conv.policy
-        .as_ref()
-        .and_then(|p| StoredPolicy::parse(p).ok())
-        .and_then(|p| p.format)
+/// The format and policy of `req` over the conversation's stored policy.
+pub fn resolve(conv: &Conversation, req: &ContextRequest) -> Result<Resolved, EngineError> {
+    Ok(req.resolve(conv.policy.as_ref())?)
 }
 
 fn json_len(v: &Value) -> usize {

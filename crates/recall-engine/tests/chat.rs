@@ -36,7 +36,7 @@ async fn new_conv(e: &Engine, policy: Option<Value>) -> String {
         T,
         NewConversation {
             system_prompt: Some("Be brief.".into()),
-            policy,
+            policy: policy.map(|p| serde_json::from_value(p).expect("a policy")),
             ..NewConversation::default()
         },
     )

@@ -326,3 +326,69 @@ async fn forward(em: &mut Emitter, out: &mut Vec<BackendEvent>) -> bool {
     }
     !em.finished()
 }
+
+/// What an HTTP provider (Anthropic, OpenAI) brings to a streamed call; [`stream_call`] does
+/// the rest the same way for both: encode, send with retries, check the content type, decode
+/// the SSE body in a task of its own.
+pub(crate) struct ProviderCall<'a> {
+    pub client: &'a reqwest::Client,
+    pub url: &'a reqwest::Url,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: serde_json::Value,
+    pub retry: &'a RetryPolicy,
+    pub timeouts: Timeouts,
+    pub api_key: Option<&'a crate::ApiKey>,
+    /// The provider's own reading of an error status (its error JSON).
+    pub map_status: fn(u16, &str, Option<&str>, &str) -> BackendError,
+    /// The environment variable named in authentication errors.
+    pub key_env: &'a str,
+}
+
+/// Runs `call` and decodes its event stream with the decoder `decoder` makes (it is given
+/// the secret to redact from what it reports).
+pub(crate) async fn stream_call<D: SseDecoder>(
+    call: ProviderCall<'_>,
+    cancel: CancellationToken,
+    decoder: impl FnOnce(Option<String>) -> D,
+) -> Result<EventStream, BackendError> {
+    let body = serde_json::to_vec(&call.body)
+        .map_err(|e| BackendError::invalid_request(format!("cannot encode request: {e}")))?;
+    let timeouts = call.timeouts;
+    let deadline = timeouts.total.map(|t| Instant::now() + t);
+    let secret = call.api_key.map(|k| k.expose().to_string());
+    let map_status = call.map_status;
+    let resp = send(
+        || {
+            call.client
+                .post(call.url.clone())
+                .headers(call.headers.clone())
+                .body(body.clone())
+        },
+        call.retry,
+        &timeouts,
+        deadline,
+        &cancel,
+        secret.as_deref(),
+        |status, body| map_status(status, body, secret.as_deref(), call.key_env),
+    )
+    .await?;
+    check_event_stream(&resp)?;
+    let decoder = decoder(secret.clone());
+    Ok(spawn_sse(resp, decoder, cancel, timeouts, deadline, secret))
+}
+
+/// Fails when a 2xx response is not an event stream (a proxy's JSON, an HTML page).
+pub(crate) fn check_event_stream(resp: &reqwest::Response) -> Result<(), BackendError> {
+    let ct = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if ct.is_empty() || ct.starts_with("text/event-stream") {
+        Ok(())
+    } else {
+        Err(BackendError::protocol(format!(
+            "expected an event stream (text/event-stream), got '{ct}'"
+        )))
+    }
+}

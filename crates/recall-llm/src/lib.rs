@@ -31,6 +31,7 @@ pub mod anthropic;
 pub mod assemble;
 pub mod backend;
 pub mod claude_cli;
+pub mod discover;
 pub mod error;
 pub mod event;
 pub mod http;

@@ -5,10 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::anthropic::check_event_stream;
 use crate::backend::{Backend, EventStream};
 use crate::error::{redact, BackendError, BackendErrorKind};
 use crate::event::{BackendEvent, ChatRequest, Usage};
@@ -189,35 +187,22 @@ impl Backend for OpenAiBackend {
         req: ChatRequest,
         cancel: CancellationToken,
     ) -> Result<EventStream, BackendError> {
-        let body = serde_json::to_vec(&request_body(&req, &self.config.model)?)
-            .map_err(|e| BackendError::invalid_request(format!("cannot encode request: {e}")))?;
-        let headers = self.headers()?;
-        let timeouts = self.config.timeouts;
-        let deadline = timeouts.total.map(|t| Instant::now() + t);
-        let secret = self.config.api_key.as_ref().map(|k| k.expose().to_string());
-        let resp = http::send(
-            || {
-                self.client
-                    .post(self.url.clone())
-                    .headers(headers.clone())
-                    .body(body.clone())
-            },
-            &self.config.retry,
-            &timeouts,
-            deadline,
-            &cancel,
-            secret.as_deref(),
-            |status, body| map_status(status, body, secret.as_deref(), &self.config.key_env),
-        )
-        .await?;
-        check_event_stream(&resp)?;
-        let decoder = OpenAiDecoder {
-            secret: secret.clone(),
-            ..OpenAiDecoder::default()
+        let call = http::ProviderCall {
+            client: &self.client,
+            url: &self.url,
+            headers: self.headers()?,
+            body: request_body(&req, &self.config.model)?,
+            retry: &self.config.retry,
+            timeouts: self.config.timeouts,
+            api_key: self.config.api_key.as_ref(),
+            map_status,
+            key_env: &self.config.key_env,
         };
-        Ok(http::spawn_sse(
-            resp, decoder, cancel, timeouts, deadline, secret,
-        ))
+        http::stream_call(call, cancel, |secret| OpenAiDecoder {
+            secret,
+            ..OpenAiDecoder::default()
+        })
+        .await
     }
 }
 

@@ -24,11 +24,10 @@ pub mod tools;
 use std::sync::{Arc, OnceLock};
 
 use recall_core::context::ContextRequest;
-use recall_core::policy::PolicyOverrides;
 use recall_core::render::Prompt;
 use recall_core::task::TaskInput;
 use recall_engine::store::NewConversation;
-use recall_engine::{conversation_format, Engine, EngineError, TaskReport};
+use recall_engine::{Engine, EngineError, TaskReport};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -178,32 +177,9 @@ impl RecallMcp {
     }
 
     async fn get_context(&self, a: GetContextArgs) -> Result<ContextView, EngineError> {
-        let format = match a.format {
-            Some(f) => f,
-            None => {
-                let conv = self
-                    .engine
-                    .get_conversation(&self.tenant, &a.conversation_id)
-                    .await?;
-                conversation_format(&conv).map_or(FormatArg::Transcript, format_arg)
-            }
-        };
         let req = ContextRequest {
-            format: format.into(),
-            overrides: PolicyOverrides {
-                max_turns: a.max_turns,
-                max_chars: a.max_chars,
-                max_tokens: a.max_tokens,
-                tokenizer: a.tokenizer.map(Into::into),
-                user_max_chars: a.user_max_chars,
-                assistant_max_chars: a.assistant_max_chars,
-                tool_result_max_chars: a.tool_result_max_chars,
-                trim: a.trim.map(|t| match t {
-                    TrimArg::Sliding => recall_core::policy::TrimMode::Sliding,
-                    TrimArg::Stable => recall_core::policy::TrimMode::Stable,
-                }),
-                low_water: a.low_water,
-            },
+            format: a.format,
+            overrides: a.policy,
             current: a.current,
             escape: a.escape.unwrap_or(true),
         };
@@ -214,7 +190,7 @@ impl RecallMcp {
         let s = out.stats;
         Ok(ContextView {
             conversation_id: a.conversation_id,
-            format,
+            format: out.format,
             prompt: match out.prompt {
                 Prompt::Text(t) => Value::String(t),
                 Prompt::Json(v) => v,
@@ -295,7 +271,7 @@ impl RecallMcp {
                     title: a.title,
                     system_prompt: a.system_prompt,
                     metadata: a.metadata.unwrap_or_default(),
-                    policy: a.policy.map(Value::Object),
+                    policy: a.policy,
                 },
             )
             .await?;
@@ -333,18 +309,6 @@ impl RecallMcp {
                 })
                 .collect(),
         })
-    }
-}
-
-fn format_arg(f: recall_core::policy::Format) -> FormatArg {
-    use recall_core::policy::Format;
-    match f {
-        Format::Transcript => FormatArg::Transcript,
-        Format::Bracket => FormatArg::Bracket,
-        Format::Xml => FormatArg::Xml,
-        Format::Task => FormatArg::Task,
-        Format::Anthropic => FormatArg::Anthropic,
-        Format::Openai => FormatArg::Openai,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The tools' argument and result types. Input and output schemas are generated from these
 //! types (schemars, JSON Schema 2020-12); doc comments become the schema descriptions.
 
+use recall_core::policy::{ConversationPolicy, Format, PolicyOverrides};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -137,99 +138,20 @@ pub struct TaskView {
     pub prompt: String,
 }
 
-/// An output format (FORMATS.md §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum FormatArg {
-    /// `Human:` / `Assistant:` turns separated by `---` (Claude CLI single prompt).
-    Transcript,
-    /// `[ROLE]: text` parts, system first.
-    Bracket,
-    /// `<conversation_history>` then the current message.
-    Xml,
-    /// A sub-agent brief's history section.
-    Task,
-    /// Anthropic Messages API request body.
-    Anthropic,
-    /// OpenAI chat completions request body.
-    Openai,
-}
-
-impl From<FormatArg> for recall_core::policy::Format {
-    fn from(f: FormatArg) -> Self {
-        use recall_core::policy::Format;
-        match f {
-            FormatArg::Transcript => Format::Transcript,
-            FormatArg::Bracket => Format::Bracket,
-            FormatArg::Xml => Format::Xml,
-            FormatArg::Task => Format::Task,
-            FormatArg::Anthropic => Format::Anthropic,
-            FormatArg::Openai => Format::Openai,
-        }
-    }
-}
-
-/// A token counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TokenizerArg {
-    O200k,
-    Cl100k,
-    /// ceil(characters / 4).
-    Chars4,
-}
-
-impl From<TokenizerArg> for recall_core::tokens::Tokenizer {
-    fn from(t: TokenizerArg) -> Self {
-        use recall_core::tokens::Tokenizer;
-        match t {
-            TokenizerArg::O200k => Tokenizer::O200k,
-            TokenizerArg::Cl100k => Tokenizer::Cl100k,
-            TokenizerArg::Chars4 => Tokenizer::Chars4,
-        }
-    }
-}
-
-/// How the window start moves when history outgrows the budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TrimArg {
-    /// Keep the newest history that fits.
-    Sliding,
-    /// Prompt-cache friendly: the start only moves when over budget.
-    Stable,
-}
-
 /// Arguments of `get_context`: the same limits as `recall context`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetContextArgs {
     pub conversation_id: String,
     /// Output format. Default: the conversation's own, else `transcript`.
-    pub format: Option<FormatArg>,
+    pub format: Option<Format>,
     /// The current message: for `xml` the message after the history; for other formats a
     /// user message appended (not stored).
     pub current: Option<String>,
-    /// Keep at most this many most recent turns.
-    pub max_turns: Option<usize>,
-    /// Keep at most this many characters of history.
-    pub max_chars: Option<u64>,
-    /// Keep at most this many tokens of history.
-    pub max_tokens: Option<u64>,
-    /// Token counter (default o200k).
-    pub tokenizer: Option<TokenizerArg>,
-    /// Cap each user message at this many characters.
-    pub user_max_chars: Option<usize>,
-    /// Cap each assistant message at this many characters.
-    pub assistant_max_chars: Option<usize>,
-    /// Cap each tool result at this many characters.
-    pub tool_result_max_chars: Option<usize>,
-    /// Trim mode (default sliding).
-    pub trim: Option<TrimArg>,
-    /// For `stable`: fraction of the budget to trim down to (default 0.6).
-    pub low_water: Option<f64>,
     /// Escape turn labels inside message content (default true).
     pub escape: Option<bool>,
+    #[serde(flatten)]
+    pub policy: PolicyOverrides,
 }
 
 /// Selection statistics (FORMATS.md §3.2).
@@ -250,7 +172,7 @@ pub struct StatsView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ContextView {
     pub conversation_id: String,
-    pub format: FormatArg,
+    pub format: Format,
     /// The rendered prompt: a string for text formats, a request body object for
     /// `anthropic` and `openai`.
     pub prompt: Value,
@@ -318,7 +240,7 @@ pub struct ConversationView {
     pub system_prompt: Option<String>,
     pub metadata: Map<String, Value>,
     /// Default context policy (an optional `format` and limits).
-    pub policy: Option<Value>,
+    pub policy: Option<ConversationPolicy>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
     pub message_count: i64,
@@ -362,7 +284,7 @@ pub struct CreateConversationArgs {
     pub system_prompt: Option<String>,
     pub metadata: Option<Map<String, Value>>,
     /// Default context policy: an optional `format` and limits such as `max_tokens`.
-    pub policy: Option<Map<String, Value>>,
+    pub policy: Option<ConversationPolicy>,
 }
 
 /// Arguments of `clear_conversation`.

@@ -21,7 +21,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use utoipa::ToSchema;
 
 use crate::auth::Tenant;
-use crate::body::{parse_json, ConversationId, RawBody};
+use crate::body::{from_value, parse_json, ConversationId, RawBody};
 use crate::error::ApiError;
 use crate::AppState;
 
@@ -87,7 +87,11 @@ pub struct ChatBody {
     pub model: Option<String>,
     /// Client id of the user message (a repeat is a 409: the turn ran already).
     pub id: Option<String>,
-    pub max_tokens: Option<u32>,
+    /// The most tokens the reply may have (default 4096). `max_tokens` is accepted as a
+    /// deprecated alias: in a context body `max_tokens` is the history budget, so the reply
+    /// limit has its own name.
+    #[serde(alias = "max_tokens")]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// One event of a turn, as sent to the client: its name and JSON data.
@@ -121,7 +125,7 @@ async fn start_turn(
         content: body.content,
         client_id: body.id,
         model: body.model,
-        max_tokens: body.max_tokens,
+        max_output_tokens: body.max_output_tokens,
         ..ChatTurn::default()
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -273,17 +277,45 @@ pub async fn chat_ws(
     Ok(ws.on_upgrade(move |socket| ws_session(socket, state, tenant, id)))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A WebSocket request: `{"type": "user_message", "request_id": …}` and the fields of a
+/// [`ChatBody`].
+#[derive(Debug)]
 struct WsRequest {
-    #[serde(rename = "type")]
     kind: String,
-    content: Value,
     request_id: Option<Value>,
-    backend: Option<String>,
-    model: Option<String>,
-    id: Option<String>,
-    max_tokens: Option<u32>,
+    body: ChatBody,
+}
+
+impl WsRequest {
+    /// Reads a frame as strictly as a chat body (the body's fields are read by the same
+    /// type, so their errors name them the same way).
+    fn parse(text: &[u8]) -> Result<WsRequest, ApiError> {
+        let Value::Object(mut o) = parse_json::<Value>(text)? else {
+            return Err(ApiError::invalid(
+                "invalid request body: expected a JSON object",
+            ));
+        };
+        let request_id = o.remove("request_id");
+        let kind = match o.remove("type") {
+            Some(Value::String(k)) => k,
+            Some(other) => {
+                return Err(ApiError::invalid(format!(
+                    "invalid request body at type: expected a string, got {other}"
+                )))
+            }
+            None => {
+                return Err(ApiError::invalid(
+                    "invalid request body: missing field `type`",
+                ))
+            }
+        };
+        let body = from_value(Value::Object(o))?;
+        Ok(WsRequest {
+            kind,
+            request_id,
+            body,
+        })
+    }
 }
 
 async fn ws_session(mut socket: WebSocket, state: AppState, tenant: String, id: String) {
@@ -293,7 +325,7 @@ async fn ws_session(mut socket: WebSocket, state: AppState, tenant: String, id: 
             WsMessage::Close(_) => break,
             _ => continue,
         };
-        let req: WsRequest = match parse_json(text.as_bytes()) {
+        let req = match WsRequest::parse(text.as_bytes()) {
             Ok(r) => r,
             Err(e) => {
                 if send(&mut socket, "error", json!({"message": e.message}), None).await {
@@ -320,13 +352,7 @@ async fn ws_session(mut socket: WebSocket, state: AppState, tenant: String, id: 
             }
             break;
         }
-        let body = ChatBody {
-            content: req.content,
-            backend: req.backend,
-            model: req.model,
-            id: req.id,
-            max_tokens: req.max_tokens,
-        };
+        let body = req.body;
         let (mut turn, first) = match start_turn(&state, tenant.clone(), id.clone(), body).await {
             Ok(t) => t,
             Err(e) => {

@@ -26,8 +26,7 @@ use crate::views::*;
     components(schemas(
         ConversationView, CreateConversation, ConversationPage, MessageView, MessagePage,
         AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, ErrorBody,
-        ErrorDetail, crate::chat::ChatBody, PolicySchema, FormatName, TokenizerName, TrimName,
-        AppendBody
+        ErrorDetail, crate::chat::ChatBody, AppendBody
     )),
     modifiers(&BearerAuth)
 )]

@@ -10,7 +10,6 @@ use axum::response::IntoResponse;
 use axum::Json;
 use recall_core::context::ContextRequest;
 use recall_core::parse::{conversation_from_value, ParseOptions};
-use recall_engine::conversation_format;
 use recall_engine::store::NewConversation;
 use serde_json::Value;
 
@@ -42,41 +41,6 @@ fn optional_json<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Res
     }
 }
 
-/// The counts of a policy as integers: `8000.0` is read as 8000 (JSON does not tell the two
-/// apart, and some encoders write whole numbers that way). A count past the document's int64
-/// range is refused here; anything else is left for the engine to judge.
-fn whole_counts(policy: Value) -> Result<Value, ApiError> {
-    const COUNTS: [&str; 6] = [
-        "max_turns",
-        "max_chars",
-        "max_tokens",
-        "user_max_chars",
-        "assistant_max_chars",
-        "tool_result_max_chars",
-    ];
-    let Value::Object(mut o) = policy else {
-        return Ok(policy);
-    };
-    for key in COUNTS {
-        if let Some(v) = o.get_mut(key) {
-            if v.as_u64().is_some_and(|n| n > i64::MAX as u64) {
-                return Err(ApiError::invalid(format!(
-                    "policy.{key} must be at most {}",
-                    i64::MAX
-                )));
-            }
-            // Below 2^53 every whole f64 is exact.
-            if let Some(f) = v
-                .as_f64()
-                .filter(|f| v.is_f64() && f.fract() == 0.0 && (0.0..9.0e15).contains(f))
-            {
-                *v = Value::from(f as u64);
-            }
-        }
-    }
-    Ok(Value::Object(o))
-}
-
 /// Create a conversation.
 #[utoipa::path(post, path = "/v1/conversations", tag = "conversations",
     request_body = Option<CreateConversation>,
@@ -96,7 +60,7 @@ pub async fn create_conversation(
                 title: b.title,
                 system_prompt: b.system_prompt,
                 metadata: b.metadata.unwrap_or_default(),
-                policy: b.policy.map(whole_counts).transpose()?,
+                policy: b.policy,
             },
         )
         .await?;
@@ -329,27 +293,17 @@ pub async fn context(
     RawBody(body): RawBody,
 ) -> Result<SizedJson, ApiError> {
     let b: ContextBody = optional_json(&body)?;
-    let engine = state.engine();
-    let format = match b.format {
-        Some(f) => f,
-        None => {
-            let c = engine.get_conversation(&tenant, &id).await?;
-            conversation_format(&c).unwrap_or_default()
-        }
-    };
     let req = ContextRequest {
-        format,
-        overrides: b.overrides(),
-        current: b.current.clone(),
+        format: b.format,
+        overrides: b.policy,
+        current: b.current,
         escape: b.escape.unwrap_or(true),
     };
     let started = Instant::now();
-    let out = engine.context(&tenant, &id, &req).await?;
-    state
-        .inner
-        .metrics
-        .context_built(format.name(), started.elapsed());
-    context_json(format.name(), &out.prompt, &out.stats)
+    let out = state.engine().context(&tenant, &id, &req).await?;
+    let format = out.format.name();
+    state.inner.metrics.context_built(format, started.elapsed());
+    context_json(format, &out.prompt, &out.stats)
 }
 
 /// The [`ContextResponse`] of a built context, written straight into a buffer of its size: a

@@ -1,8 +1,7 @@
 //! What the API returns and accepts, as typed structs (the OpenAPI document is generated from
 //! them).
 
-use recall_core::policy::{Format, PolicyOverrides, TrimMode};
-use recall_core::tokens::Tokenizer;
+use recall_core::policy::{ConversationPolicy, Format, PolicyOverrides};
 use recall_engine::store::{Conversation, StoredMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -40,8 +39,7 @@ pub struct ConversationView {
     #[schema(value_type = Object)]
     pub metadata: Map<String, Value>,
     /// Default context policy: an optional `format` and limits.
-    #[schema(value_type = Option<Object>)]
-    pub policy: Option<Value>,
+    pub policy: Option<ConversationPolicy>,
     pub created_at: String,
     pub updated_at: String,
     pub message_count: i64,
@@ -78,67 +76,7 @@ pub struct CreateConversation {
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,
     /// Default context policy, e.g. `{"format": "xml", "max_turns": 10}`.
-    #[schema(value_type = Option<PolicySchema>)]
-    pub policy: Option<Value>,
-}
-
-/// A conversation's default context policy (the OpenAPI schema of the stored JSON; the engine
-/// reads it).
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = Policy)]
-#[allow(dead_code)]
-pub struct PolicySchema {
-    pub format: Option<FormatName>,
-    #[schema(minimum = 0)]
-    pub max_turns: Option<u64>,
-    #[schema(minimum = 0)]
-    pub max_chars: Option<u64>,
-    #[schema(minimum = 0)]
-    pub max_tokens: Option<u64>,
-    pub tokenizer: Option<TokenizerName>,
-    #[schema(minimum = 0)]
-    pub user_max_chars: Option<u64>,
-    #[schema(minimum = 0)]
-    pub assistant_max_chars: Option<u64>,
-    #[schema(minimum = 0)]
-    pub tool_result_max_chars: Option<u64>,
-    pub trim: Option<TrimName>,
-    /// A fraction in (0, 1].
-    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
-    pub low_water: Option<f64>,
-}
-
-/// The output formats (FORMATS.md §4), for the OpenAPI document.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[schema(as = Format)]
-pub enum FormatName {
-    Transcript,
-    Bracket,
-    Xml,
-    Task,
-    Anthropic,
-    Openai,
-}
-
-/// The token counters, for the OpenAPI document.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[schema(as = Tokenizer)]
-pub enum TokenizerName {
-    O200k,
-    Cl100k,
-    Chars4,
-}
-
-/// The trim modes, for the OpenAPI document.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[schema(as = TrimMode)]
-pub enum TrimName {
-    Sliding,
-    Stable,
+    pub policy: Option<ConversationPolicy>,
 }
 
 /// A page of conversations.
@@ -353,83 +291,15 @@ pub struct Cleared {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBody {
-    #[schema(value_type = Option<FormatName>, example = "anthropic")]
+    #[schema(example = "anthropic")]
     pub format: Option<Format>,
     /// The message the context is built for; not blank.
     #[schema(pattern = r"\S")]
     pub current: Option<String>,
     /// Turn-label escaping in text formats (default true).
     pub escape: Option<bool>,
-    #[serde(default, deserialize_with = "count")]
-    #[schema(value_type = Option<u64>, minimum = 0)]
-    pub max_turns: Option<usize>,
-    #[serde(default, deserialize_with = "count")]
-    #[schema(minimum = 0)]
-    pub max_chars: Option<u64>,
-    #[serde(default, deserialize_with = "count")]
-    #[schema(minimum = 0)]
-    pub max_tokens: Option<u64>,
-    #[schema(value_type = Option<TokenizerName>)]
-    pub tokenizer: Option<Tokenizer>,
-    #[serde(default, deserialize_with = "count")]
-    #[schema(value_type = Option<u64>, minimum = 0)]
-    pub user_max_chars: Option<usize>,
-    #[serde(default, deserialize_with = "count")]
-    #[schema(value_type = Option<u64>, minimum = 0)]
-    pub assistant_max_chars: Option<usize>,
-    #[serde(default, deserialize_with = "count")]
-    #[schema(value_type = Option<u64>, minimum = 0)]
-    pub tool_result_max_chars: Option<usize>,
-    #[schema(value_type = Option<TrimName>)]
-    pub trim: Option<TrimMode>,
-    /// A fraction in (0, 1].
-    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
-    pub low_water: Option<f64>,
-}
-
-/// An optional count: an integer, or a float with no fractional part (`8000.0`, as some JSON
-/// encoders write whole numbers), within the type's range.
-pub fn count<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: TryFrom<u64>,
-{
-    use serde::de::Error;
-    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
-        return Ok(None);
-    };
-    // The document declares counts int64: larger ones are refused, not silently accepted.
-    let whole = n.as_u64().or_else(|| {
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < i64::MAX as f64)
-            .map(|f| f as u64)
-    });
-    whole
-        .filter(|&v| v <= i64::MAX as u64)
-        .and_then(|v| T::try_from(v).ok())
-        .map(Some)
-        .ok_or_else(|| {
-            D::Error::custom(format!(
-                "invalid value: {n}, expected a count from 0 to {}",
-                i64::MAX
-            ))
-        })
-}
-
-impl ContextBody {
-    pub fn overrides(&self) -> PolicyOverrides {
-        PolicyOverrides {
-            max_turns: self.max_turns,
-            max_chars: self.max_chars,
-            max_tokens: self.max_tokens,
-            tokenizer: self.tokenizer,
-            user_max_chars: self.user_max_chars,
-            assistant_max_chars: self.assistant_max_chars,
-            tool_result_max_chars: self.tool_result_max_chars,
-            trim: self.trim,
-            low_water: self.low_water,
-        }
-    }
+    #[serde(flatten)]
+    pub policy: PolicyOverrides,
 }
 
 /// A built context: what `recall context` prints, as JSON.

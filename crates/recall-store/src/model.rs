@@ -2,6 +2,7 @@
 
 use recall_core::extract::{measure, measured_text, Measure, MESSAGE_TOKEN_OVERHEAD};
 use recall_core::message::Message;
+use recall_core::policy::ConversationPolicy;
 use recall_core::tokens::{TokenCounter, Tokenizer};
 use serde_json::{Map, Value};
 
@@ -38,9 +39,9 @@ pub struct NewConversation {
     pub title: Option<String>,
     pub system_prompt: Option<String>,
     pub metadata: Map<String, Value>,
-    /// The default context policy, as the JSON of `recall_core::PolicyOverrides` plus an
-    /// optional `format`.
-    pub policy: Option<Value>,
+    /// The default context policy (an optional format and policy values), stored as its
+    /// JSON.
+    pub policy: Option<ConversationPolicy>,
 }
 
 /// A stored conversation.
@@ -51,7 +52,7 @@ pub struct Conversation {
     pub title: Option<String>,
     pub system_prompt: Option<String>,
     pub metadata: Map<String, Value>,
-    pub policy: Option<Value>,
+    pub policy: Option<ConversationPolicy>,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
     pub updated_at: i64,

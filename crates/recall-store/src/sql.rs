@@ -75,7 +75,7 @@ fn parse_stored(role: &str, content: &str, index: usize) -> Result<Message, Stri
     let mut obj = Map::new();
     obj.insert("role".into(), Value::String(role.to_string()));
     obj.insert("content".into(), content);
-    parse_message_value(Value::Object(obj), index, "messages")
+    parse_message_value(Value::Object(obj), index, "messages").map_err(|e| e.warning())
 }
 
 /// Reads a stored message from its columns.
@@ -215,8 +215,8 @@ fn validate(e: &Encoded, m: &Message, n: usize) -> Result<(), StoreError> {
     if let Some(cid) = &e.client_id {
         check_text(&format!("messages[{n}]: id"), cid)?;
     }
-    let back = parse_stored(e.role, &e.content, n)
-        .map_err(|w| StoreError::Invalid(w.trim_end_matches(", skipping").to_string()))?;
+    let back =
+        parse_stored(e.role, &e.content, n).map_err(|e| StoreError::Invalid(e.to_string()))?;
     if back.role != m.role || content_json(&back.content) != content_json(&m.content) {
         return Err(StoreError::Invalid(format!(
             "messages[{n}] would not read back as written (a block of a known type with \
@@ -907,7 +907,12 @@ macro_rules! sql_store {
                 let id = uuid::Uuid::now_v7().to_string();
                 let now = now_ms();
                 let metadata = Value::Object(new.metadata.clone()).to_string();
-                let policy = new.policy.as_ref().map(Value::to_string);
+                let policy = new
+                    .policy
+                    .as_ref()
+                    .map(serde_json::to_string)
+                    .transpose()
+                    .map_err(|e| StoreError::Invalid(format!("policy: {e}")))?;
                 sqlx::query(
                     "INSERT INTO conversations (id, tenant, title, system_prompt, metadata, policy, \
                      created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
@@ -1698,7 +1703,7 @@ mod tests {
         let mut obj = Map::new();
         obj.insert("role".into(), Value::String(role.to_string()));
         obj.insert("content".into(), content);
-        parse_message_value(Value::Object(obj), 7, "messages")
+        parse_message_value(Value::Object(obj), 7, "messages").map_err(|e| e.warning())
     }
 
     #[test]

@@ -64,7 +64,7 @@ async fn create_get_list(s: &dyn Store) {
         title: Some("Trip planning ✈️".into()),
         system_prompt: Some("You are terse.".into()),
         metadata: meta.clone(),
-        policy: Some(json!({"format": "xml", "max_turns": 5})),
+        policy: Some(serde_json::from_value(json!({"format": "xml", "max_turns": 5})).unwrap()),
     };
     let created = s.create_conversation(T, new.clone()).await.unwrap();
     assert_eq!(created.tenant, T);

@@ -3,17 +3,17 @@
 //! backend and prints.
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use recall_core::policy::PolicyOverrides;
-use recall_engine::llm::{
-    build_backend, AnthropicConfig, ApiKey, Backend, BackendConfig, BackendEvent, ClaudeCliConfig,
-    OpenAiConfig, PromptFormat,
+use recall_core::policy::{Count, PolicyOverrides};
+use recall_engine::llm::discover::{
+    configure, discover, process_env, BackendKind, DiscoverOptions, NONE_CONFIGURED,
 };
+use recall_engine::llm::{build_backend, Backend, BackendEvent, PromptFormat};
 use recall_engine::store::{MessageStatus, NewConversation};
 use recall_engine::{ChatTurn, Engine, TurnEvent, TurnOutcome};
 use rustyline::error::ReadlineError;
@@ -65,10 +65,10 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
             c.id
         }
     };
-    let mut overrides = args.limits.overrides();
+    let mut overrides = args.limits.clone();
     if args.no_history {
         // No earlier turn fits; the newest user message is always sent.
-        overrides.max_turns = Some(0);
+        overrides.max_turns = Some(Count::from(0));
     }
     let session = Session {
         engine,
@@ -193,7 +193,7 @@ async fn send(s: &Session, text: String) -> anyhow::Result<TurnOutcome> {
     let turn = ChatTurn {
         content: serde_json::Value::String(text),
         model: s.model.clone(),
-        max_tokens: s.max_output_tokens,
+        max_output_tokens: s.max_output_tokens,
         overrides: s.overrides.clone(),
         ..ChatTurn::default()
     };
@@ -335,95 +335,34 @@ fn history_file(args: &ChatArgs) -> Option<PathBuf> {
     })
 }
 
-pub(crate) fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-/// True when `name` is an executable file on PATH (or a path to one).
-pub(crate) fn on_path(name: &Path) -> bool {
-    if name.components().count() > 1 {
-        return name.is_file();
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
-}
-
 /// The backend to use and a phrase saying which and why.
 fn pick_backend(args: &ChatArgs) -> anyhow::Result<(Arc<dyn Backend>, String)> {
-    let (choice, why) = match args.backend {
-        Some(b) => (b, "chosen with --backend".to_string()),
-        None => {
-            if env("ANTHROPIC_API_KEY").is_some() {
-                (
-                    BackendChoice::Anthropic,
-                    "ANTHROPIC_API_KEY is set".to_string(),
-                )
-            } else if on_path(&args.claude_path) {
-                (
-                    BackendChoice::ClaudeCli,
-                    format!("{} found", args.claude_path.display()),
-                )
-            } else if env("OPENAI_BASE_URL").is_some() {
-                (BackendChoice::Openai, "OPENAI_BASE_URL is set".to_string())
-            } else {
-                return Err(bad_input(
-                    "no chat backend configured: set ANTHROPIC_API_KEY, install the Claude Code CLI \
-                     (npm install -g @anthropic-ai/claude-code), or set OPENAI_BASE_URL; or pass --backend",
-                ));
-            }
-        }
+    let prompt_format: PromptFormat = args.prompt_format.parse().map_err(bad_input)?;
+    let opts = DiscoverOptions {
+        claude_path: args.claude_path.clone(),
+        model: args.model.clone(),
+        timeout: Some(Duration::from_secs(args.timeout.max(1))),
+        prompt_format,
+        // A neutral working directory: the CLI would otherwise read the CLAUDE.md of
+        // wherever recall was started and add it to every prompt.
+        working_dir: Some(neutral_dir()),
     };
-    let timeout = Duration::from_secs(args.timeout.max(1));
-    let config = match choice {
-        BackendChoice::Anthropic => {
-            let mut c = AnthropicConfig {
-                api_key: env("ANTHROPIC_API_KEY").map(ApiKey::new),
-                ..AnthropicConfig::default()
+    let found = match args.backend {
+        Some(choice) => {
+            let kind = match choice {
+                BackendChoice::Anthropic => BackendKind::Anthropic,
+                BackendChoice::Openai => BackendKind::OpenAi,
+                BackendChoice::ClaudeCli => BackendKind::ClaudeCli,
             };
-            if let Some(url) = env("ANTHROPIC_BASE_URL") {
-                c.base_url = url;
-            }
-            if let Some(m) = &args.model {
-                c.model = m.clone();
-            }
-            c.timeouts.total = Some(timeout);
-            BackendConfig::Anthropic(c)
+            configure(kind, &process_env, &opts).map_err(|e| bad_input(e.to_string()))?
         }
-        BackendChoice::Openai => {
-            let mut c = OpenAiConfig {
-                api_key: env("OPENAI_API_KEY").map(ApiKey::new),
-                ..OpenAiConfig::default()
-            };
-            if let Some(url) = env("OPENAI_BASE_URL") {
-                c.base_url = url;
-            }
-            if let Some(m) = &args.model {
-                c.model = m.clone();
-            }
-            c.timeouts.total = Some(timeout);
-            BackendConfig::OpenAi(c)
-        }
-        BackendChoice::ClaudeCli => {
-            let prompt_format: PromptFormat = args.prompt_format.parse().map_err(bad_input)?;
-            BackendConfig::ClaudeCli(ClaudeCliConfig {
-                claude_path: args.claude_path.clone(),
-                prompt_format,
-                model: args.model.clone(),
-                timeout: Some(timeout),
-                // A neutral working directory: the CLI would otherwise read the CLAUDE.md
-                // of wherever recall was started and add it to every prompt.
-                working_dir: Some(neutral_dir()),
-                ..ClaudeCliConfig::default()
-            })
-        }
+        None => discover(&process_env, &opts)
+            .into_iter()
+            .next()
+            .ok_or_else(|| bad_input(format!("{NONE_CONFIGURED}; or pass --backend")))?,
     };
-    let name = match choice {
-        BackendChoice::Anthropic => "anthropic",
-        BackendChoice::Openai => "openai",
-        BackendChoice::ClaudeCli => "claude-cli",
-    };
-    let backend = build_backend(config).map_err(|e| bad_input(e.to_string()))?;
-    Ok((backend, format!("{name} ({why})")))
+    let backend = build_backend(found.config).map_err(|e| bad_input(e.to_string()))?;
+    Ok((backend, format!("{} ({})", found.kind.name(), found.why)))
 }
 
 /// An empty directory of recall's own for the Claude Code CLI to run in (not a shared temp

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use recall_core::context::{build_context, ContextRequest};
+use recall_core::context::{build_context, ContextError, ContextRequest};
 use recall_core::parse::{parse_conversation, ParseOptions};
 
 use crate::cli::RenderArgs;
@@ -18,24 +18,32 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     };
     let conv = parse_conversation(&input, &opts).map_err(|e| bad_input(e.to_string()))?;
     let req = ContextRequest {
-        format: args.format,
-        overrides: args.limits.overrides(),
+        format: Some(args.format),
+        overrides: args.limits.clone(),
         current: args.current.clone(),
         escape: !args.no_escape,
     };
-    let out = build_context(&conv, &req).map_err(|e| bad_input(e.to_string()))?;
-    print_output(&out, args.format, args.stats)?;
+    let out = build_context(&conv, &req).map_err(|e| bad_input(context_error(&e)))?;
+    print_output(&out, args.stats)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A context error as the CLI says it: core names the `current` field, the CLI its flag.
+pub fn context_error(e: &ContextError) -> String {
+    match e {
+        ContextError::NoCurrentMessage => {
+            "xml needs a current message: end the input with a user message or pass --current"
+                .to_string()
+        }
+        other => other.to_string(),
+    }
 }
 
 /// The output contract shared by `render` and `context` (FORMATS.md §6): the prompt on
 /// stdout (text formats byte-exact, native formats as indented JSON and a newline), then
 /// `warning:` lines and the optional `stats:` line on stderr.
-pub fn print_output(
-    out: &recall_core::context::ContextOutput,
-    format: recall_core::policy::Format,
-    stats: bool,
-) -> anyhow::Result<()> {
+pub fn print_output(out: &recall_core::context::ContextOutput, stats: bool) -> anyhow::Result<()> {
+    let format = out.format;
     let mut stdout = std::io::stdout().lock();
     let text = out.prompt.to_text();
     stdout.write_all(text.as_bytes())?;

@@ -192,47 +192,21 @@ pub async fn keys(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The chat backends the environment configures, in the order `recall chat` prefers them:
-/// the Anthropic API (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`), the Claude Code CLI when
-/// `claude` is on PATH, an OpenAI-compatible server (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+/// The chat backends the environment configures, in the order `recall chat` prefers them
+/// (recall-llm's discovery).
 fn backends_from_env() -> anyhow::Result<Backends> {
-    use crate::commands::chat::{env, neutral_dir, on_path};
-    use recall_engine::llm::{
-        build_backend, AnthropicConfig, ApiKey, BackendConfig, ClaudeCliConfig, OpenAiConfig,
+    use crate::commands::chat::neutral_dir;
+    use recall_engine::llm::build_backend;
+    use recall_engine::llm::discover::{discover, process_env, DiscoverOptions};
+    let opts = DiscoverOptions {
+        // Not the server's working directory: the CLI would add its CLAUDE.md.
+        working_dir: Some(neutral_dir()),
+        ..DiscoverOptions::default()
     };
-    let mut configs = Vec::new();
-    if let Some(key) = env("ANTHROPIC_API_KEY") {
-        let mut c = AnthropicConfig {
-            api_key: Some(ApiKey::new(key)),
-            ..AnthropicConfig::default()
-        };
-        if let Some(url) = env("ANTHROPIC_BASE_URL") {
-            c.base_url = url;
-        }
-        configs.push(("anthropic", BackendConfig::Anthropic(c)));
-    }
-    let claude = ClaudeCliConfig::default();
-    if on_path(&claude.claude_path) {
-        configs.push((
-            "claude-cli",
-            BackendConfig::ClaudeCli(ClaudeCliConfig {
-                // Not the server's working directory: the CLI would add its CLAUDE.md.
-                working_dir: Some(neutral_dir()),
-                ..claude
-            }),
-        ));
-    }
-    if let Some(url) = env("OPENAI_BASE_URL") {
-        let c = OpenAiConfig {
-            api_key: env("OPENAI_API_KEY").map(ApiKey::new),
-            base_url: url,
-            ..OpenAiConfig::default()
-        };
-        configs.push(("openai", BackendConfig::OpenAi(c)));
-    }
     let mut backends = Backends::default();
-    for (name, c) in configs {
-        let b = build_backend(c).map_err(|e| bad_input(format!("backend {name}: {e}")))?;
+    for d in discover(&process_env, &opts) {
+        let name = d.kind.name();
+        let b = build_backend(d.config).map_err(|e| bad_input(format!("backend {name}: {e}")))?;
         backends = backends.with(name, b);
     }
     Ok(backends)

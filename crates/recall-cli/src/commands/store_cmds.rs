@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use recall_core::context::ContextRequest;
+use recall_core::policy::ConversationPolicy;
 use recall_engine::store::{Conversation, NewConversation};
-use recall_engine::{conversation_format, Engine, EngineError, ImportTarget, Limits};
+use recall_engine::{Engine, EngineError, ImportTarget, Limits};
 use serde_json::{json, Value};
 
 use crate::cli::{
@@ -20,7 +21,9 @@ use crate::time::rfc3339;
 /// Maps an engine error to the CLI's exit statuses: the caller's fault (bad input, unknown
 /// id) is status 2.
 pub fn engine_err(e: EngineError) -> anyhow::Error {
-    if e.is_bad_input() || e.is_not_found() {
+    if let EngineError::Context(c) = &e {
+        bad_input(crate::commands::render::context_error(c))
+    } else if e.is_bad_input() || e.is_not_found() {
         bad_input(e.to_string())
     } else {
         anyhow::Error::new(e)
@@ -60,8 +63,8 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
             let policy = match &a.policy {
                 None => None,
                 Some(p) => Some(
-                    serde_json::from_str::<Value>(p)
-                        .map_err(|e| bad_input(format!("--policy is not valid JSON: {e}")))?,
+                    serde_json::from_str::<ConversationPolicy>(p)
+                        .map_err(|e| bad_input(format!("--policy is not a valid policy: {e}")))?,
                 ),
             };
             let c = engine
@@ -151,7 +154,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
                     println!("system:    {s}");
                 }
                 if let Some(p) = &c.policy {
-                    println!("policy:    {p}");
+                    println!("policy:    {}", serde_json::to_string(p)?);
                 }
                 println!("messages:  {} (last seq {})", c.message_count, c.last_seq);
                 println!("tokens:    {} (o200k)", c.total_tokens);
@@ -242,19 +245,9 @@ pub async fn append(a: AppendArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
     let engine = open(&a.store).await?;
-    let format = match a.format {
-        Some(f) => f,
-        None => {
-            let c = engine
-                .get_conversation(&a.store.tenant, &a.id)
-                .await
-                .map_err(engine_err)?;
-            conversation_format(&c).unwrap_or_default()
-        }
-    };
     let req = ContextRequest {
-        format,
-        overrides: a.limits.overrides(),
+        format: a.format,
+        overrides: a.limits.clone(),
         current: a.current.clone(),
         escape: !a.no_escape,
     };
@@ -262,7 +255,7 @@ pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
         .context(&a.store.tenant, &a.id, &req)
         .await
         .map_err(engine_err)?;
-    crate::commands::render::print_output(&out, format, a.stats)?;
+    crate::commands::render::print_output(&out, a.stats)?;
     Ok(ExitCode::SUCCESS)
 }
 

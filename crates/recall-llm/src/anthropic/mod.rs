@@ -7,7 +7,6 @@ pub(crate) use stream::{default_reason, parse_tool_input, MessageStream, Step};
 pub(crate) use wire::{StreamEvent, WireUsage};
 
 use serde_json::{Map, Value};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Backend, EventStream};
@@ -173,50 +172,22 @@ impl Backend for AnthropicBackend {
         req: ChatRequest,
         cancel: CancellationToken,
     ) -> Result<EventStream, BackendError> {
-        let body = serde_json::to_vec(&request_body(&req, &self.config.model)?)
-            .map_err(|e| BackendError::invalid_request(format!("cannot encode request: {e}")))?;
-        let headers = self.headers()?;
-        let timeouts = self.config.timeouts;
-        let deadline = timeouts.total.map(|t| Instant::now() + t);
-        let secret = self.config.api_key.as_ref().map(|k| k.expose().to_string());
-        let resp = http::send(
-            || {
-                self.client
-                    .post(self.url.clone())
-                    .headers(headers.clone())
-                    .body(body.clone())
-            },
-            &self.config.retry,
-            &timeouts,
-            deadline,
-            &cancel,
-            secret.as_deref(),
-            |status, body| map_status(status, body, secret.as_deref(), &self.config.key_env),
-        )
-        .await?;
-        check_event_stream(&resp)?;
-        let decoder = AnthropicDecoder {
-            stream: MessageStream::new(secret.clone(), &self.config.key_env),
+        let call = http::ProviderCall {
+            client: &self.client,
+            url: &self.url,
+            headers: self.headers()?,
+            body: request_body(&req, &self.config.model)?,
+            retry: &self.config.retry,
+            timeouts: self.config.timeouts,
+            api_key: self.config.api_key.as_ref(),
+            map_status,
+            key_env: &self.config.key_env,
         };
-        Ok(http::spawn_sse(
-            resp, decoder, cancel, timeouts, deadline, secret,
-        ))
-    }
-}
-
-/// Fails when a 2xx response is not an event stream (a proxy's JSON, an HTML page).
-pub(crate) fn check_event_stream(resp: &reqwest::Response) -> Result<(), BackendError> {
-    let ct = resp
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if ct.is_empty() || ct.starts_with("text/event-stream") {
-        Ok(())
-    } else {
-        Err(BackendError::protocol(format!(
-            "expected an event stream (text/event-stream), got '{ct}'"
-        )))
+        let key_env = self.config.key_env.clone();
+        http::stream_call(call, cancel, move |secret| AnthropicDecoder {
+            stream: MessageStream::new(secret, &key_env),
+        })
+        .await
     }
 }
 
