@@ -188,12 +188,18 @@ impl Engine {
             Value::Array(values),
             &recall_core::parse::ParseOptions::strict(),
         )?;
+        // An entry of the request per message (OpenAI tool messages in a row merge into one).
+        let entries: Vec<usize> = conv.messages.iter().map(|m| m.index).collect();
         let messages: Vec<NewMessage> = conv
             .messages
             .into_iter()
             .map(|m| NewMessage::complete(m.message))
             .collect();
-        let appended = self.store.append(tenant, id, messages).await?;
+        let appended = self
+            .store
+            .append(tenant, id, messages)
+            .await
+            .map_err(|e| error::at_request(e, |i| entries.get(i).copied().unwrap_or(i)))?;
         Ok(AppendReport {
             appended,
             warnings: conv.warnings,

@@ -81,7 +81,9 @@ impl From<EngineError> for ApiError {
         }
         match &e {
             EngineError::TooLarge { .. } => ApiError::too_large(e.to_string()),
-            EngineError::Conflict(_) => ApiError::conflict(e.to_string()),
+            EngineError::Conflict { .. } | EngineError::AlreadySent { .. } => {
+                ApiError::conflict(e.to_string())
+            }
             // The store refuses what it could not read back (NUL characters, blocks with
             // missing fields): the caller's input.
             EngineError::Store(StoreError::Invalid(_)) => ApiError::invalid(e.to_string()),
