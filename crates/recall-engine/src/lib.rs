@@ -157,7 +157,9 @@ impl Engine {
 
     /// Appends several messages in one transaction. Every message is validated strictly
     /// first; one invalid message rejects the request and nothing is stored. OpenAI `tool`
-    /// messages in a row become one user message of tool results, as in an import.
+    /// messages in a row become one user message of tool results, as in an import. A client
+    /// id already used for a different message is [`EngineError::Conflict`] (its `index` is
+    /// the request entry) and nothing is stored; the same message again is a duplicate.
     pub async fn append_messages(
         &self,
         tenant: &str,
