@@ -284,3 +284,105 @@ fn append_context_clear_delete_flow() {
         .success();
     recall(&db).args(["context", id]).assert().code(2);
 }
+
+/// Issue 16, defect 2: a client id already stored for a different message is a conflict on
+/// `recall append --id` (exit 2 naming the id and its seq), and nothing is stored.
+#[test]
+fn append_with_a_reused_id_for_a_different_message_is_exit_2() {
+    let db = db();
+    let id = stdout_of(recall(&db).args(["conversations", "new"]));
+    let id = id.trim();
+    let append = |content: &str| {
+        let mut c = recall(&db);
+        c.args([
+            "append",
+            id,
+            "--role",
+            "user",
+            "--content",
+            content,
+            "--id",
+            "d1",
+        ]);
+        c
+    };
+    assert_eq!(stdout_of(&mut append("a")), "1\n");
+    append("zzz")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "client id 'd1' was already used for a different message (seq 1)",
+        ));
+    // The same message again is a duplicate, as before.
+    assert!(stdout_of(&mut append("a")).starts_with("1 (duplicate"));
+    assert_eq!(
+        stdout_of(recall(&db).args(["context", id, "--format", "bracket"])),
+        "[USER]: a"
+    );
+}
+
+/// Issue 16, defect 2: an import (strict or not) whose lines reuse a client id for a different
+/// message exits 2 naming the id and its seq, and stores nothing: no new conversation, and
+/// nothing added to an existing one.
+#[test]
+fn import_with_a_reused_id_for_a_different_message_is_exit_2() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(
+        &input,
+        "{\"role\":\"user\",\"content\":\"a\",\"id\":\"d1\"}\n\
+         {\"role\":\"assistant\",\"content\":\"b DIFFERENT\",\"id\":\"d1\"}\n",
+    )
+    .expect("write");
+    for strict in [true, false] {
+        let mut c = recall(&db);
+        c.arg("import");
+        if strict {
+            c.arg("--strict");
+        }
+        c.arg(&input)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(
+                "client id 'd1' was already used for a different message (seq 1)",
+            ));
+        assert_eq!(
+            stdout_of(recall(&db).args(["conversations", "list", "--json"])),
+            "",
+            "strict {strict}: nothing stored"
+        );
+    }
+    // Into an existing conversation that holds d1 already: nothing of the file is added.
+    let id = stdout_of(recall(&db).args(["conversations", "new"]));
+    let id = id.trim();
+    stdout_of(recall(&db).args([
+        "append",
+        id,
+        "--role",
+        "user",
+        "--content",
+        "a",
+        "--id",
+        "d1",
+    ]));
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(
+        &other,
+        "{\"role\":\"user\",\"content\":\"new\"}\n\
+         {\"role\":\"user\",\"content\":\"not a\",\"id\":\"d1\"}\n",
+    )
+    .expect("write");
+    recall(&db)
+        .args(["import", "--strict", "--conversation", id])
+        .arg(&other)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'d1'").and(predicate::str::contains("seq 1")));
+    assert_eq!(
+        stdout_of(recall(&db).args(["context", id, "--format", "bracket"])),
+        "[USER]: a"
+    );
+}

@@ -78,6 +78,10 @@ pub struct Stats {
     pub tokens: u64,
     pub chars: u64,
     pub warnings: Vec<String>,
+    /// The newest user message alone exceeds the budget and was kept anyway: the typed form of
+    /// the [`LATEST_EXCEEDS`] warning, for callers that act on it (not serialised).
+    #[serde(skip)]
+    pub latest_exceeds: bool,
 }
 
 /// The kept history, oldest first, and the stats.
@@ -345,8 +349,10 @@ pub fn select(
     kept.drain(..lead);
 
     // Step 5: the newest user message is always kept.
+    let mut latest_exceeds = false;
     if kept.is_empty() {
         if let Some(k) = newest.filter(|k| k.message.is_cut_point()) {
+            latest_exceeds = true;
             warnings.push(LATEST_EXCEEDS.to_string());
             kept.push(k);
         }
@@ -361,6 +367,7 @@ pub fn select(
         trimmed: dropped > 0,
         notice: (dropped > 0).then(|| TRIM_NOTICE.to_string()),
         warnings,
+        latest_exceeds,
         ..Stats::default()
     };
     for k in &kept {

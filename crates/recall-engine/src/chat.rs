@@ -164,11 +164,10 @@ impl Engine {
             .copied()
             .ok_or_else(|| EngineError::Invalid("the user message was not stored".into()))?;
         if appended.duplicate {
-            return Err(EngineError::Conflict(format!(
-                "message id {:?} was already sent in this conversation (seq {})",
-                turn.client_id.as_deref().unwrap_or_default(),
-                appended.seq
-            )));
+            return Err(EngineError::AlreadySent {
+                client_id: turn.client_id.clone().unwrap_or_default(),
+                seq: appended.seq,
+            });
         }
         let user_seq = appended.seq;
         on_event(TurnEvent::UserStored { seq: user_seq });

@@ -21,15 +21,46 @@ pub enum EngineError {
         size: usize,
         limit: usize,
     },
-    /// The request conflicts with what is stored (a client id sent twice); nothing changed.
-    #[error("{0}")]
-    Conflict(String),
+    /// Message `index` of the request carries a client id this conversation already holds for
+    /// a different message (stored as `seq`); nothing of the request was stored.
+    #[error(
+        "messages[{index}]: client id '{client_id}' was already used for a different message \
+         (seq {seq})"
+    )]
+    Conflict {
+        /// The message's position in the request (its entry in the input).
+        index: usize,
+        client_id: String,
+        seq: i64,
+    },
+    /// A chat turn whose client id is already stored (as `seq`): the turn was sent before, and
+    /// is not sent again.
+    #[error("message id {client_id:?} was already sent in this conversation (seq {seq})")]
+    AlreadySent { client_id: String, seq: i64 },
     #[error(transparent)]
     Context(#[from] ContextError),
     #[error(transparent)]
     Policy(#[from] InvalidPolicy),
+    /// The store failed (a [`StoreError::Conflict`] becomes [`EngineError::Conflict`]).
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for EngineError {
+    fn from(e: StoreError) -> EngineError {
+        match e {
+            StoreError::Conflict {
+                index,
+                client_id,
+                seq,
+            } => EngineError::Conflict {
+                index,
+                client_id,
+                seq,
+            },
+            e => EngineError::Store(e),
+        }
+    }
 }
 
 impl EngineError {
@@ -42,17 +73,38 @@ impl EngineError {
                 | EngineError::TooLarge { .. }
                 | EngineError::Context(_)
                 | EngineError::Policy(_)
-                | EngineError::Conflict(_)
+                | EngineError::Conflict { .. }
+                | EngineError::AlreadySent { .. }
         )
     }
 
     /// True for a conflict with stored state (an HTTP 409).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, EngineError::Conflict(_))
+        matches!(
+            self,
+            EngineError::Conflict { .. } | EngineError::AlreadySent { .. }
+        )
     }
 
     /// True when the conversation or message does not exist for this tenant.
     pub fn is_not_found(&self) -> bool {
         matches!(self, EngineError::Store(e) if e.is_not_found())
+    }
+}
+
+/// A store error of a batch, with a conflict's batch position turned into the request's by
+/// `position` (inputs merge entries, an import adds its system message first).
+pub(crate) fn at_request(e: StoreError, position: impl Fn(usize) -> usize) -> EngineError {
+    match EngineError::from(e) {
+        EngineError::Conflict {
+            index,
+            client_id,
+            seq,
+        } => EngineError::Conflict {
+            index: position(index),
+            client_id,
+            seq,
+        },
+        other => other,
     }
 }

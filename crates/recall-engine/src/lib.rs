@@ -157,7 +157,9 @@ impl Engine {
 
     /// Appends several messages in one transaction. Every message is validated strictly
     /// first; one invalid message rejects the request and nothing is stored. OpenAI `tool`
-    /// messages in a row become one user message of tool results, as in an import.
+    /// messages in a row become one user message of tool results, as in an import. A client
+    /// id already used for a different message is [`EngineError::Conflict`] (its `index` is
+    /// the request entry) and nothing is stored; the same message again is a duplicate.
     pub async fn append_messages(
         &self,
         tenant: &str,
@@ -188,12 +190,18 @@ impl Engine {
             Value::Array(values),
             &recall_core::parse::ParseOptions::strict(),
         )?;
+        // An entry of the request per message (OpenAI tool messages in a row merge into one).
+        let entries: Vec<usize> = conv.messages.iter().map(|m| m.index).collect();
         let messages: Vec<NewMessage> = conv
             .messages
             .into_iter()
             .map(|m| NewMessage::complete(m.message))
             .collect();
-        let appended = self.store.append(tenant, id, messages).await?;
+        let appended = self
+            .store
+            .append(tenant, id, messages)
+            .await
+            .map_err(|e| error::at_request(e, |i| entries.get(i).copied().unwrap_or(i)))?;
         Ok(AppendReport {
             appended,
             warnings: conv.warnings,

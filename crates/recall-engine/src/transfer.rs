@@ -65,6 +65,8 @@ impl Engine {
                 });
             }
         }
+        // The input entry of each message, for a conflict's position.
+        let entries: Vec<usize> = conv.messages.iter().map(|m| m.index).collect();
         let messages: Vec<recall_core::Message> =
             conv.messages.into_iter().map(|m| m.message).collect();
         let figures = measure_all(&messages, progress);
@@ -99,8 +101,10 @@ impl Engine {
             }
         };
         let mut batch = batch;
+        let mut first_entry = 0;
         if !created {
             if let Some(system) = &conv.system {
+                first_entry = 1;
                 batch.insert(
                     0,
                     NewMessage::complete(recall_core::Message::text(
@@ -117,7 +121,12 @@ impl Engine {
                     // Leave nothing behind: the conversation was made for this import.
                     let _ = self.store.delete_conversation(tenant, &id).await;
                 }
-                return Err(e.into());
+                // The system prompt added first is no entry of the input.
+                return Err(crate::error::at_request(e, |i| {
+                    i.checked_sub(first_entry)
+                        .and_then(|i| entries.get(i).copied())
+                        .unwrap_or(i)
+                }));
             }
         };
         let duplicates = appended.iter().filter(|a| a.duplicate).count();

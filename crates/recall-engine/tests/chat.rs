@@ -412,7 +412,37 @@ async fn a_repeated_client_id_is_a_conflict_and_sends_nothing() {
         .chat_turn(T, &id, &backend, turn, CancellationToken::new(), |_| {})
         .await
         .expect_err("retry");
-    assert!(matches!(err, EngineError::Conflict(_)), "{err}");
+    assert!(
+        matches!(err, EngineError::AlreadySent { seq: 1, .. }) && err.is_conflict(),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(stored(&e, &id).await.len(), 2);
+    // The same client id with a different message is a conflict naming it and its seq; nothing
+    // is stored or sent.
+    let err = e
+        .chat_turn(
+            T,
+            &id,
+            &backend,
+            ChatTurn {
+                client_id: Some("req-1".into()),
+                ..ChatTurn::text("something else")
+            },
+            CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .expect_err("reused id");
+    match &err {
+        EngineError::Conflict {
+            index: 0,
+            client_id,
+            seq: 1,
+        } if client_id == "req-1" => {}
+        other => panic!("not a conflict on req-1 at seq 1: {other:?}"),
+    }
+    assert!(err.is_conflict() && err.is_bad_input());
     assert_eq!(server.requests().len(), 1);
     assert_eq!(stored(&e, &id).await.len(), 2);
 }

@@ -413,7 +413,8 @@ pub fn tool_list() -> Result<Vec<Tool>, String> {
         tool::<AppendMessageArgs, Appended>(
             "append_message",
             "Append one message to a stored conversation. An empty message is an error and \
-             nothing is stored; a repeated `id` stores nothing and returns the first seq.",
+             nothing is stored; a repeated `id` with the same message stores nothing and \
+             returns the first seq; a repeated `id` with a different message is an error.",
             writes(false),
         )?,
         tool::<ListConversationsArgs, ConversationList>(

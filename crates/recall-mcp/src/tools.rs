@@ -197,8 +197,8 @@ pub struct AppendMessageArgs {
     /// A string, or a list of Anthropic content blocks (`{"type": "text", "text": …}`, …).
     #[schemars(with = "ContentSchema")]
     pub content: Value,
-    /// Client idempotency key: appending again with the same id stores nothing and returns
-    /// the first seq.
+    /// Client idempotency key: appending the same message again with the same id stores
+    /// nothing and returns the first seq; a different message with a used id is an error.
     pub id: Option<String>,
     /// Free-form metadata stored with the message.
     pub metadata: Option<Map<String, Value>>,

@@ -81,7 +81,9 @@ impl From<EngineError> for ApiError {
         }
         match &e {
             EngineError::TooLarge { .. } => ApiError::too_large(e.to_string()),
-            EngineError::Conflict(_) => ApiError::conflict(e.to_string()),
+            EngineError::Conflict { .. } | EngineError::AlreadySent { .. } => {
+                ApiError::conflict(e.to_string())
+            }
             // The store refuses what it could not read back (NUL characters, blocks with
             // missing fields): the caller's input.
             EngineError::Store(StoreError::Invalid(_)) => ApiError::invalid(e.to_string()),
@@ -111,5 +113,34 @@ impl IntoResponse for ApiError {
         // The metrics layer counts internal errors without parsing bodies.
         res.extensions_mut().insert(self.kind);
         res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_failures_map_to_whose_fault_it_was() {
+        let status = |e: StoreError| ApiError::from(e).status;
+        // The store's own failure is the server's: a 500, never a 4xx.
+        assert_eq!(
+            status(StoreError::Internal("no reader connection".into())),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            status(StoreError::Invalid("messages[0] has a NUL".into())),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        let conflict = ApiError::from(StoreError::Conflict {
+            index: 2,
+            client_id: "x1".into(),
+            seq: 1,
+        });
+        assert_eq!(conflict.status, StatusCode::CONFLICT);
+        assert_eq!(
+            conflict.message,
+            "messages[2]: client id 'x1' was already used for a different message (seq 1)"
+        );
     }
 }

@@ -9,7 +9,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use recall_core::context::ContextRequest;
-use recall_core::parse::{conversation_from_value, ParseOptions};
 use recall_engine::store::NewConversation;
 use serde_json::Value;
 
@@ -136,7 +135,8 @@ pub async fn clear_conversation(
 
 /// Append one message, or several in `{"messages": [...]}` (one transaction: all or none).
 /// A message with a client `id` seen before is not stored again: its first `seq` comes back
-/// with `duplicate: true`; the same id with a different message is a 409.
+/// with `duplicate: true`; the same id with a different message (role, content or metadata) is
+/// a 409 naming the message, the id and its seq, and nothing of the request is stored.
 #[utoipa::path(post, path = "/v1/conversations/{id}/messages", tag = "messages",
     params(("id" = String, Path, description = "The conversation id")),
     request_body(content = AppendBody, description = "A message (Anthropic- or OpenAI-shaped, \
@@ -177,41 +177,9 @@ pub async fn append_messages(
             limits.max_messages_per_request
         )));
     }
-    let engine = state.engine();
-    // Client ids already used for a different message: refused before anything is written.
-    // (The engine validates and reports the message errors themselves.)
-    let parsed = if values.iter().any(|v| v.get("id").is_some()) {
-        conversation_from_value(Value::Array(values.clone()), &ParseOptions::strict()).ok()
-    } else {
-        None
-    };
-    if let Some(conv) = &parsed {
-        for (i, im) in conv.messages.iter().enumerate() {
-            let Some(cid) = &im.message.id else { continue };
-            if let Some(stored) = engine
-                .store()
-                .message_by_client_id(&tenant, &id, cid)
-                .await?
-            {
-                check_same(i, cid, &im.message, &stored)?;
-            }
-        }
-    }
-    let report = engine.append_messages(&tenant, &id, values).await?;
-    // A concurrent request may have used the same id between the check and the append.
-    if let Some(conv) = &parsed {
-        for (i, (im, a)) in conv.messages.iter().zip(&report.appended).enumerate() {
-            if let (true, Some(cid)) = (a.duplicate, &im.message.id) {
-                if let Some(stored) = engine
-                    .store()
-                    .message_by_client_id(&tenant, &id, cid)
-                    .await?
-                {
-                    check_same(i, cid, &im.message, &stored)?;
-                }
-            }
-        }
-    }
+    // A client id reused for a different message is a conflict the engine reports (decided
+    // under the store's lock: nothing of the batch is stored).
+    let report = state.engine().append_messages(&tenant, &id, values).await?;
     Ok((
         StatusCode::CREATED,
         Json(AppendResponse {
@@ -226,23 +194,6 @@ pub async fn append_messages(
             warnings: report.warnings,
         }),
     ))
-}
-
-/// A retry must carry the message it first carried.
-fn check_same(
-    i: usize,
-    cid: &str,
-    sent: &recall_core::Message,
-    stored: &recall_engine::store::StoredMessage,
-) -> Result<(), ApiError> {
-    if sent.to_json() == stored.message.to_json() {
-        Ok(())
-    } else {
-        Err(ApiError::conflict(format!(
-            "messages[{i}]: client id '{cid}' was already used for a different message (seq {})",
-            stored.seq
-        )))
-    }
 }
 
 /// Messages after a seq, oldest first.

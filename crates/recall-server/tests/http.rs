@@ -15,6 +15,7 @@ on_both!(
     conversations_lifecycle,
     conversation_pages,
     append_read_and_idempotency,
+    a_conflicting_batch_stores_nothing,
     message_pages,
     context_is_what_recall_context_prints,
     bad_input_is_refused_and_changes_nothing,
@@ -228,6 +229,69 @@ async fn append_read_and_idempotency(b: Backend) {
     assert_eq!(r.json["next_after"], Value::Null);
     let r = s.get(&format!("/v1/conversations/{id}"), k).await;
     assert_eq!(r.json["message_count"], 4);
+}
+
+/// Issue 16, defect 1: a batch whose third message reuses the first one's client id for a
+/// different message is a 409 naming `messages[2]`, the id and its seq, and nothing of it is
+/// stored (before, seq 1 and 2 were).
+async fn a_conflicting_batch_stores_nothing(b: Backend) {
+    let Some(s) = server(b).await else { return };
+    let k = &s.key_a;
+    let id = s.new_conversation(k, json!({})).await;
+    let path = format!("/v1/conversations/{id}/messages");
+    let r = s
+        .post(
+            &path,
+            k,
+            json!({"messages": [{"role": "user", "content": "first", "id": "x1"},
+                                {"role": "user", "content": "ok2"},
+                                {"role": "assistant", "content": "different", "id": "x1"}]}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+    assert_eq!(r.error_type(), "conflict");
+    assert!(
+        r.message().contains("messages[2]")
+            && r.message().contains("'x1'")
+            && r.message().contains("seq 1"),
+        "{}",
+        r.text
+    );
+    assert_eq!(s.stored(TENANT_A, &id).await, Vec::<Value>::new());
+    let r = s.get(&format!("/v1/conversations/{id}"), k).await;
+    assert_eq!(
+        (r.json["message_count"].clone(), r.json["last_seq"].clone()),
+        (json!(0), json!(0))
+    );
+
+    // Against a stored message: the entry index counts the request's entries (an OpenAI tool
+    // run merges into one message but keeps its entries).
+    let r = s
+        .post(
+            &path,
+            k,
+            json!({"messages": [{"role": "user", "content": "first", "id": "x1"}]}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let before = s.stored(TENANT_A, &id).await;
+    let r = s
+        .post(
+            &path,
+            k,
+            json!({"messages": [
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+                    "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "g",
+                    "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+                {"role": "tool", "tool_call_id": "call_2", "content": "b"},
+                {"role": "user", "content": "changed", "id": "x1"}]}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+    assert!(r.message().contains("messages[3]"), "{}", r.text);
+    assert_eq!(s.stored(TENANT_A, &id).await, before);
 }
 
 async fn message_pages(b: Backend) {

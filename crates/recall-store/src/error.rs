@@ -1,4 +1,8 @@
-//! Store errors.
+//! Store errors. No driver's error type appears here: a database failure is a [`DbError`],
+//! which keeps the driver's message and its error as the source.
+
+use std::error::Error;
+use std::fmt;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -9,21 +13,34 @@ pub enum StoreError {
     /// No message with that seq.
     #[error("message {seq} of conversation '{conversation}' not found")]
     MessageNotFound { conversation: String, seq: i64 },
-    /// The request cannot be carried out as asked.
+    /// The request cannot be carried out as asked (the caller's input).
     #[error("{0}")]
     Invalid(String),
+    /// Message `index` of an append carries a client id that this conversation already holds
+    /// (stored as `seq`, or earlier in the same batch) for a different message. Nothing of the
+    /// batch was written.
+    #[error(
+        "messages[{index}]: client id '{client_id}' was already used for a different message \
+         (seq {seq})"
+    )]
+    Conflict {
+        /// The message's position in the batch given to [`crate::Store::append`].
+        index: usize,
+        client_id: String,
+        /// The seq of the message stored under that client id (for an earlier message of the
+        /// same batch: the seq it would have had).
+        seq: i64,
+    },
     /// Stored data could not be read back (a bug or a foreign write).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     /// The database failed or could not be reached.
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-    /// The database failed, on the SQLite store's direct connections (the hot paths).
-    #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// Migrations failed.
-    #[error("database migration failed: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("{0}")]
+    Database(DbError),
+    /// A failure inside the store, not caused by the request (no reader connection, the
+    /// writer thread gone).
+    #[error("internal store error: {0}")]
+    Internal(String),
     /// No such task for this tenant.
     #[error("task '{0}' not found")]
     TaskNotFound(String),
@@ -38,5 +55,62 @@ impl StoreError {
                 | StoreError::MessageNotFound { .. }
                 | StoreError::TaskNotFound(_)
         )
+    }
+}
+
+/// A database driver's failure: its message, with the driver's error as the source.
+pub struct DbError {
+    message: String,
+    source: Box<dyn Error + Send + Sync + 'static>,
+}
+
+impl DbError {
+    fn new(what: &str, e: impl Error + Send + Sync + 'static) -> DbError {
+        DbError {
+            message: format!("{what}: {e}"),
+            source: Box::new(e),
+        }
+    }
+}
+
+impl fmt::Display for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DbError")
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl Error for DbError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+// Conversions for `?` inside the store; hidden because the drivers are not part of the API.
+#[doc(hidden)]
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        StoreError::Database(DbError::new("database error", e))
+    }
+}
+
+#[doc(hidden)]
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Database(DbError::new("database error", e))
+    }
+}
+
+#[doc(hidden)]
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> StoreError {
+        StoreError::Database(DbError::new("database migration failed", e))
     }
 }

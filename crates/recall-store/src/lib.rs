@@ -1,17 +1,20 @@
 //! recall-store: durable conversation storage.
 //!
-//! One [`Store`] trait, two implementations on sqlx: [`SqliteStore`] (the embedded default:
-//! one file, WAL) and [`PgStore`] (several recall processes may share one database). Both run
-//! the same SQL (sqlx's SQLite driver reads `$N` placeholders) and pass one conformance suite
-//! (`tests/conformance.rs`). On SQLite, the context read and the append run that SQL with
-//! rusqlite on the calling thread instead (`sql/direct.rs`: sqlx's hand-off to a worker thread
-//! cost more than the statements).
+//! One [`Store`] trait, one engine per database: [`SqliteStore`] (the embedded default: one
+//! file, WAL) runs on rusqlite (`src/sqlite/`), [`PgStore`] (several recall processes may
+//! share one database) on sqlx (`src/postgres/`). Both pass one conformance suite
+//! (`tests/conformance.rs`). What they share has no I/O and lives once: the SQL text
+//! (`statements.rs`), encoding and decoding rows (`codec.rs`), what an append writes
+//! (`append_plan.rs`), stable-window state (`stable.rs`) and the plan of a context read
+//! (`window.rs`, `window_plan.rs`); each engine only answers those in its own way.
 //!
 //! What the store guarantees:
 //! - `seq` is strictly increasing and gapless per conversation; appends are serialised per
 //!   conversation (`BEGIN IMMEDIATE` on SQLite, a row lock on PostgreSQL).
-//! - An append with a client id seen before returns the first append's `seq` and writes
-//!   nothing.
+//! - An append with a client id seen before, with the same message (role, content and
+//!   metadata as stored), returns the first append's `seq` and writes nothing; with a
+//!   different message it is a [`StoreError::Conflict`] and nothing of its batch is written.
+//!   Both are decided under the conversation's lock, so two racing appends cannot both win.
 //! - Every message carries its token counts (o200k, cl100k), characters and running totals,
 //!   so a context window's start follows from them and only the returned messages are read
 //!   (PostgreSQL: index probes on the totals; SQLite: a walk back from the newest message
@@ -38,19 +41,27 @@
 //! # Ok(()) }
 //! ```
 
+mod append_plan;
+mod codec;
 mod error;
 mod keys;
 mod model;
-mod sql;
+mod postgres;
+mod search;
+mod sqlite;
+mod stable;
+mod statements;
 mod window;
+mod window_plan;
 
-pub use error::StoreError;
+pub use error::{DbError, StoreError};
 pub use keys::{ApiKey, NewApiKey};
 pub use model::{
     core_measure, Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage,
     SearchHit, StoredMessage, StoredTask,
 };
-pub use sql::{PgStore, SqliteStore};
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
 pub use window::Window;
 
 use async_trait::async_trait;
@@ -90,9 +101,11 @@ pub trait Store: Send + Sync {
 
     /// Appends messages in one transaction: all are stored, or none. A message whose client
     /// id (`Message::id`) was seen before in this conversation — earlier, or earlier in the
-    /// same batch — is not written again: its [`Appended`] carries the first seq and
-    /// `duplicate: true`. Messages that could not be read back as written are refused with
-    /// [`StoreError::Invalid`].
+    /// same batch — with the same message (role, content and metadata as stored) is not
+    /// written again: its [`Appended`] carries the first seq and `duplicate: true`. The same
+    /// client id with a different message is a [`StoreError::Conflict`], decided under the
+    /// conversation's lock, and nothing of the batch is written. Messages that could not be
+    /// read back as written are refused with [`StoreError::Invalid`].
     async fn append(
         &self,
         tenant: &str,
@@ -176,15 +189,6 @@ pub trait Store: Send + Sync {
 
     /// Revokes a key by id; false when no unrevoked key has that id.
     async fn revoke_api_key(&self, id: &str) -> Result<bool, StoreError>;
-
-    /// The message of a conversation stored with client id `client_id`, if any (to tell a
-    /// retry from a client id reused for a different message).
-    async fn message_by_client_id(
-        &self,
-        tenant: &str,
-        id: &str,
-        client_id: &str,
-    ) -> Result<Option<StoredMessage>, StoreError>;
 }
 
 /// Opens the store a URL names: `postgres://…` / `postgresql://…`, or a SQLite file as

@@ -14,6 +14,7 @@ use recall_core::select::HistoryMessage;
 use recall_core::tokens::Tokenizer;
 
 use crate::model::Figures;
+use crate::window_plan::threshold_past;
 
 /// A running total the store keeps for every message (`cum_*` columns) and for the
 /// conversation (`total_*` columns).
@@ -197,7 +198,7 @@ impl StartFinder {
     /// threshold that is not positive is no bound at all.
     pub(crate) fn extend_past(start: &WalkRow, room: &[(Total, i64, i64)]) -> Vec<(Total, i64)> {
         room.iter()
-            .map(|&(total, max, kept)| (total, start.before(total) - (max - kept)))
+            .map(|&(total, max, kept)| (total, threshold_past(start.before(total), max, kept)))
             .filter(|&(_, threshold)| threshold > 0)
             .collect()
     }

@@ -308,9 +308,9 @@ async fn idempotent_client_ids(s: &dyn Store) {
         .unwrap();
     assert_eq!(first, fresh(1..=1));
     let before = s.get_conversation(T, &id).await.unwrap();
-    // A retry, even with different content, returns the first append's seq and writes nothing.
+    // A retry (the same message) returns the first append's seq and writes nothing.
     let retry = s
-        .append(T, &id, vec![with_id(user("hello, edited"), "c-1")])
+        .append(T, &id, vec![with_id(user("hello"), "c-1")])
         .await
         .unwrap();
     assert_eq!(
@@ -336,11 +336,11 @@ async fn idempotent_client_ids(s: &dyn Store) {
             &id,
             vec![
                 with_id(assistant("reply"), "c-2"),
-                with_id(user("dup of first"), "c-1"),
+                with_id(user("hello"), "c-1"),
                 with_id(user("three"), "c-3"),
-                with_id(user("three again"), "c-3"),
+                with_id(user("three"), "c-3"),
                 NewMessage::complete(user("no id")),
-                with_id(assistant("reply again"), "c-2"),
+                with_id(assistant("reply"), "c-2"),
             ],
         )
         .await
@@ -391,6 +391,182 @@ async fn idempotent_client_ids(s: &dyn Store) {
         .await
         .unwrap();
     assert_eq!(r, fresh(5..=6));
+}
+
+/// Asserts a conflict on message `index` of a batch, for `client_id` stored (or planned) as
+/// `seq`.
+fn assert_conflict<T: std::fmt::Debug>(
+    r: Result<T, StoreError>,
+    index: usize,
+    client_id: &str,
+    seq: i64,
+) {
+    match r {
+        Err(StoreError::Conflict {
+            index: i,
+            client_id: c,
+            seq: q,
+        }) if (i, c.as_str(), q) == (index, client_id, seq) => {}
+        other => panic!(
+            "expected a conflict on messages[{index}] ({client_id}, seq {seq}), got {other:?}"
+        ),
+    }
+}
+
+/// A client id reused for a different message is a conflict decided under the lock, and
+/// nothing of its batch is written: against a stored message, within one batch, and with
+/// metadata. The same message again (metadata keys in another order) is a duplicate.
+async fn client_id_conflicts(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let mut meta = Map::new();
+    meta.insert("a".into(), json!(1));
+    meta.insert("b".into(), json!({"x": true, "y": [1, 2]}));
+    let mut tagged = assistant("tagged");
+    tagged.metadata = Some(meta);
+    s.append(
+        T,
+        &id,
+        vec![with_id(user("first"), "x1"), with_id(tagged.clone(), "m1")],
+    )
+    .await
+    .unwrap();
+    let before = all_messages(s, T, &id).await;
+    let conv_before = s.get_conversation(T, &id).await.unwrap();
+
+    // Issue 16, defect 1: a batch whose third message reuses a stored id for different
+    // content; the new second message must not be stored either.
+    let r = s
+        .append(
+            T,
+            &id,
+            vec![
+                with_id(user("first"), "x1"),
+                NewMessage::complete(user("ok2")),
+                with_id(assistant("different"), "x1"),
+            ],
+        )
+        .await;
+    assert_conflict(r, 2, "x1", 1);
+    // The role alone differing is a different message.
+    assert_conflict(
+        s.append(T, &id, vec![with_id(assistant("first"), "x1")])
+            .await,
+        0,
+        "x1",
+        1,
+    );
+    // Metadata differing (or missing) is a different message.
+    let mut other_meta = tagged.clone();
+    other_meta
+        .metadata
+        .as_mut()
+        .unwrap()
+        .insert("a".into(), json!(2));
+    assert_conflict(
+        s.append(T, &id, vec![with_id(other_meta, "m1")]).await,
+        0,
+        "m1",
+        2,
+    );
+    assert_conflict(
+        s.append(T, &id, vec![with_id(assistant("tagged"), "m1")])
+            .await,
+        0,
+        "m1",
+        2,
+    );
+    // Within one batch: the second use of a new id for a different message; its seq is the
+    // one the first would have had.
+    let r = s
+        .append(
+            T,
+            &id,
+            vec![
+                NewMessage::complete(user("new")),
+                with_id(user("batch"), "b1"),
+                with_id(user("batch, changed"), "b1"),
+            ],
+        )
+        .await;
+    assert_conflict(r, 2, "b1", 4);
+    assert_eq!(
+        all_messages(s, T, &id).await,
+        before,
+        "a refused batch wrote something"
+    );
+    let conv_after = s.get_conversation(T, &id).await.unwrap();
+    assert_eq!(
+        (
+            conv_after.message_count,
+            conv_after.last_seq,
+            conv_after.total_tokens
+        ),
+        (
+            conv_before.message_count,
+            conv_before.last_seq,
+            conv_before.total_tokens
+        )
+    );
+
+    // The same message, metadata keys in another order: a duplicate, not a conflict.
+    let mut reordered = Map::new();
+    reordered.insert("b".into(), json!({"y": [1, 2], "x": true}));
+    reordered.insert("a".into(), json!(1));
+    let mut again = assistant("tagged");
+    again.metadata = Some(reordered);
+    let r = s.append(T, &id, vec![with_id(again, "m1")]).await.unwrap();
+    assert_eq!(
+        r,
+        vec![Appended {
+            seq: 2,
+            duplicate: true
+        }]
+    );
+
+    // With a stable window to advance (the append path that carries that logic), the same.
+    let policy = Policy {
+        max_tokens: Some(50),
+        trim: TrimMode::Stable,
+        ..Policy::default()
+    };
+    s.context_window(T, &id, &policy).await.unwrap();
+    let before = all_messages(s, T, &id).await;
+    let r = s
+        .append(
+            T,
+            &id,
+            vec![
+                NewMessage::complete(user("after window")),
+                with_id(user("not first"), "x1"),
+            ],
+        )
+        .await;
+    assert_conflict(r, 1, "x1", 1);
+    assert_eq!(all_messages(s, T, &id).await, before);
+    let r = s
+        .append(
+            T,
+            &id,
+            vec![
+                NewMessage::complete(user("fine")),
+                with_id(user("first"), "x1"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r,
+        vec![
+            Appended {
+                seq: 3,
+                duplicate: false
+            },
+            Appended {
+                seq: 1,
+                duplicate: true
+            }
+        ]
+    );
 }
 
 async fn message_paging(s: &dyn Store) {
@@ -1409,6 +1585,7 @@ suite!(
     clear_conversation,
     append_single_and_batch,
     idempotent_client_ids,
+    client_id_conflicts,
     message_paging,
     update_message,
     system_messages,

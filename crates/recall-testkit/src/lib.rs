@@ -1,4 +1,5 @@
-//! recall-testkit: fake LLM servers for recall's tests (never a dependency of shipped code).
+//! recall-testkit: fake LLM servers and temporary PostgreSQL databases ([`pg`]) for recall's
+//! tests (never a dependency of shipped code).
 //!
 //! [`FakeServer`] listens on real loopback HTTP (axum) and answers every request through a
 //! handler that sees the request (method, path with query, headers, body) and returns a
@@ -6,6 +7,8 @@
 //! dropped connection. [`anthropic`] and [`openai`] build the providers' SSE wire formats
 //! byte for byte as PROTOCOLS.md frames them, so the real adapters (and the real `claude`
 //! binary) can be driven offline.
+
+pub mod pg;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

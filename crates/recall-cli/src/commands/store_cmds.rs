@@ -355,3 +355,31 @@ pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     let _ = lines;
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exit::Failure;
+    use recall_engine::store::StoreError;
+
+    /// The exit status `report` picks for an engine error.
+    fn exit_status(e: EngineError) -> u8 {
+        engine_err(e)
+            .downcast_ref::<Failure>()
+            .map_or(1, |f| f.code)
+    }
+
+    #[test]
+    fn a_conflict_is_exit_2_and_an_internal_failure_is_not() {
+        let conflict = EngineError::from(StoreError::Conflict {
+            index: 1,
+            client_id: "d1".into(),
+            seq: 1,
+        });
+        assert_eq!(exit_status(conflict), 2);
+        let internal = EngineError::from(StoreError::Internal(
+            "the SQLite writer thread has stopped".into(),
+        ));
+        assert_eq!(exit_status(internal), 1);
+    }
+}

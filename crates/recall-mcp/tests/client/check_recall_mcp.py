@@ -153,8 +153,18 @@ async def main_tenant():
             {"conversation_id": cid, "role": "assistant", "content": [{"type": "text", "text": "Noted: FastAPI."}], "id": "c-2"},
         )
         check("append_message assistant blocks: seq 2", a2 is not None and a2["seq"] == 2, (a2, err))
-        a2b, err = await call(s, "append_message", {"conversation_id": cid, "role": "assistant", "content": "retry", "id": "c-2"})
-        check("append_message: a repeated id is a duplicate", a2b == {"conversation_id": cid, "seq": 2, "duplicate": True}, (a2b, err))
+        a2b, err = await call(
+            s,
+            "append_message",
+            {"conversation_id": cid, "role": "assistant", "content": [{"type": "text", "text": "Noted: FastAPI."}], "id": "c-2"},
+        )
+        check("append_message: a repeated id with the same message is a duplicate", a2b == {"conversation_id": cid, "seq": 2, "duplicate": True}, (a2b, err))
+        a2c, err = await call(s, "append_message", {"conversation_id": cid, "role": "assistant", "content": "retry", "id": "c-2"})
+        check(
+            "append_message: a repeated id with a different message is a tool error naming the id and its seq",
+            a2c is None and err is not None and "'c-2'" in err and "seq 2" in err,
+            (a2c, err),
+        )
 
         ctx, err = await call(s, "get_context", {"conversation_id": cid})
         check(

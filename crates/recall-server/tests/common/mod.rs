@@ -3,14 +3,12 @@
 
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use recall_engine::Engine;
 use recall_server::{start, ConfigKey, RunningServer, ServerConfig};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use sqlx::Connection;
 
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,104 +207,8 @@ impl Server {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// PostgreSQL: a fresh database per test (as in recall-store's tests)
-// ---------------------------------------------------------------------------------------------
-
-pub fn pg_admin_url() -> String {
-    std::env::var("RECALL_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// `url` with its database name replaced by `db` (query parameters kept).
-pub fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let authority_end = base[scheme_end..]
-        .find('/')
-        .map_or(base.len(), |i| scheme_end + i);
-    format!("{}/{db}{query}", &base[..authority_end])
-}
-
-/// A fresh PostgreSQL database, dropped (with its connections) when this is dropped.
-pub struct PgDatabase {
-    pub url: String,
-    name: String,
-    admin: String,
-}
-
-static DB_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Creates `recall_srv_test_<unique>`. `None` (after a notice) when PostgreSQL is unreachable
-/// outside CI; in CI (`CI=true`) an unreachable server fails the test.
-pub async fn pg_database() -> Option<PgDatabase> {
-    let admin = pg_admin_url();
-    let conn =
-        tokio::time::timeout(Duration::from_secs(10), sqlx::PgConnection::connect(&admin)).await;
-    let mut conn = match conn {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => return unreachable_pg(&admin, &e.to_string()),
-        Err(_) => return unreachable_pg(&admin, "connection timed out"),
-    };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let name = format!(
-        "recall_srv_test_{}_{}_{}",
-        std::process::id(),
-        nanos,
-        DB_COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await
-        .expect("CREATE DATABASE");
-    conn.close().await.ok();
-    Some(PgDatabase {
-        url: with_database(&admin, &name),
-        name,
-        admin,
-    })
-}
-
-fn unreachable_pg<T>(url: &str, why: &str) -> Option<T> {
-    if in_ci() {
-        panic!("PostgreSQL at {url} is unreachable ({why}); CI=true, so PostgreSQL tests must run");
-    }
-    eprintln!("notice: PostgreSQL at {url} is unreachable ({why}); skipping this PostgreSQL test");
-    None
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        let admin = self.admin.clone();
-        let name = self.name.clone();
-        let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let mut conn = sqlx::PgConnection::connect(&admin).await?;
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn)
-                    .await?;
-                conn.close().await
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!("warning: could not drop test database {}", self.name);
-        }
-    }
-}
+// PostgreSQL: a fresh database per test, from recall-testkit (shared with recall-store's tests).
+pub use recall_testkit::pg::{pg_database, PgDatabase};
 
 /// Runs each named test function (`async fn name(backend: Backend)`) on SQLite and on
 /// PostgreSQL, as `sqlite::name` and `pg::name`.

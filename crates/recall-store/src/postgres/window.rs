@@ -1,25 +1,29 @@
-//! PostgreSQL's context read. The window's start comes from index probes on the running-total
-//! columns (`messages_cum_*` indexes): one statement in the common case
-//! ([`fast_window_sql`]: the conversation, the stable state, the probes and the window), else a
-//! read transaction with one statement per probe ([`PgStore::window_in_tx`]: a stable window to
-//! catch up and save, or a selection whose repairs leave room for older messages). The SQLite
-//! store walks the conversation backwards instead (`direct.rs`).
+//! PostgreSQL's answer to a context read (`window_plan`). The window's start comes from index
+//! probes on the running-total columns (`messages_cum_*` indexes): one statement in the common
+//! case ([`fast_window_sql`]: the conversation, the stable state, the probes and the window),
+//! else a read transaction with one statement per probe ([`PgStore::window_in_tx`]: a stable
+//! window to catch up and save, or a selection whose repairs leave room for older messages).
+//! Every round trip costs, so the probes run in the database; the SQLite store walks the
+//! conversation backwards instead (`sqlite/window.rs`).
 
 use std::sync::OnceLock;
 
 use recall_core::message::Role;
-use recall_core::policy::{Policy, TrimMode};
+use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 use recall_core::tokens::Tokenizer;
 use sqlx::Row;
 
-use super::{
-    budgets, decode_message, walk_reaches_start, PgStore, Snapshot, StableRow,
-    CONVERSATION_COLUMNS, MESSAGE_COLUMNS,
-};
+use super::{conversation_at, stored_at, PgStore};
+use crate::codec::decode_message;
 use crate::error::StoreError;
 use crate::model::{Conversation, StoredMessage};
+use crate::stable::{stable_key, StableRow, StableStart};
+use crate::statements::{CONVERSATION_COLUMNS, MESSAGE_COLUMNS, STABLE_WINDOW, SYSTEM_MESSAGES};
 use crate::window::{StableKey, Total, Totals, Window, WindowBounds};
+use crate::window_plan::{
+    history_message, room_before, threshold_past, ProbeLimits, Snapshot, SystemParts,
+};
 
 /// A read transaction that sees one snapshot.
 const PG_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
@@ -106,45 +110,7 @@ fn build_fast_window_sql(t: Tokenizer) -> String {
     )
 }
 
-/// The parameters of [`fast_window_sql`] for a policy.
-struct FastParams {
-    max_tokens: i64,
-    max_chars: i64,
-    max_turns: i64,
-    /// The stable window's key; empty (no stored key is) without one.
-    key: String,
-    stable: bool,
-}
-
-impl FastParams {
-    fn of(policy: &Policy) -> FastParams {
-        let stable_key = if policy.trim == TrimMode::Stable {
-            StableKey::of(policy)
-        } else {
-            None
-        };
-        let unbounded = i64::MAX;
-        let limit = |v: Option<u64>| v.map_or(unbounded, |m| m.min(i64::MAX as u64) as i64);
-        // Budgets are only probed without per-message caps (see `WindowBounds`); an unbounded
-        // limit makes its threshold negative, which the SQL reads as "no probe".
-        let (max_tokens, max_chars) = if policy.has_caps() {
-            (unbounded, unbounded)
-        } else {
-            (limit(policy.max_tokens), limit(policy.max_chars))
-        };
-        FastParams {
-            max_tokens,
-            max_chars,
-            max_turns: policy
-                .max_turns
-                .map_or(unbounded, |n| n.min(i64::MAX as usize) as i64),
-            stable: stable_key.is_some(),
-            key: stable_key.map(|k| k.key()).unwrap_or_default(),
-        }
-    }
-}
-
-/// What [`fast_window_sql`] returned, decoded (by either driver).
+/// What [`fast_window_sql`] returned, decoded.
 struct FastRead {
     conv: Conversation,
     /// The stable window's start and last seq, when one is stored.
@@ -162,7 +128,7 @@ struct FastRead {
 fn finish_fast_window(
     read: FastRead,
     policy: &Policy,
-    p: &FastParams,
+    p: &ProbeLimits,
 ) -> Option<(Conversation, Window)> {
     let FastRead {
         conv,
@@ -173,48 +139,36 @@ fn finish_fast_window(
         mut stored,
     } = read;
     let stable_start = if p.stable {
-        match (st_start, st_last) {
-            (Some(s), Some(seen)) if seen >= conv.last_seq => Some(s),
-            _ => return None,
+        let stored = st_start
+            .zip(st_last)
+            .map(|(start_seq, last_seq)| StableRow {
+                start_seq,
+                cost: 0,
+                last_seq,
+            });
+        match StableStart::of(stored, conv.last_seq) {
+            StableStart::Current(s) => Some(s),
+            StableStart::CatchUp(_) => return None,
         }
     } else {
         None
     };
     let floor = turn_floor.max(stable_start.unwrap_or(0));
     stored.sort_unstable_by_key(|m| m.seq);
-    let mut system_parts = Vec::new();
-    let mut system_count = 0;
+    let mut system = SystemParts::default();
     let mut messages = Vec::with_capacity(stored.len());
     for m in stored {
         if m.message.role == Role::System {
-            system_count += 1;
-            let text = recall_core::context::system_text(&m.message);
-            // As recall-core gathers them: blank parts are left out.
-            if !text.trim().is_empty() {
-                system_parts.push(text);
-            }
+            system.add(&m.message);
         } else {
-            messages.push(HistoryMessage {
-                index: m.seq.max(0) as usize,
-                measure: m.figures.measure(policy.tokenizer),
-                message: m.message,
-            });
+            messages.push(history_message(m, policy));
         }
     }
-    if start > floor && walk_reaches_start(&messages, policy).is_some() {
+    if start > floor && room_before(&messages, policy).is_some() {
         return None;
     }
-    let history_count = (conv.message_count.max(0) as usize).saturating_sub(system_count);
-    let older = history_count.saturating_sub(messages.len());
-    Some((
-        conv,
-        Window {
-            system_parts,
-            messages,
-            older,
-            stable_start,
-        },
-    ))
+    let window = system.window(conv.message_count, messages, stable_start);
+    Some((conv, window))
 }
 
 impl PgStore {
@@ -249,7 +203,7 @@ impl PgStore {
             .fetch_optional(&mut *conn)
             .await?
             .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
-        let conv = Self::conversation_from_row(&row)?;
+        let conv = conversation_at(&row)?;
         let snap = Snapshot {
             totals: Totals {
                 o200k: conv.total_tokens,
@@ -341,7 +295,7 @@ impl PgStore {
         id: &str,
         from: i64,
         before: i64,
-        t: Tokenizer,
+        policy: &Policy,
     ) -> Result<Vec<HistoryMessage>, StoreError> {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND seq >= $2 \
@@ -355,12 +309,7 @@ impl PgStore {
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            let m = Self::stored_from_row(row)?;
-            out.push(HistoryMessage {
-                index: m.seq.max(0) as usize,
-                measure: m.figures.measure(t),
-                message: m.message,
-            });
+            out.push(history_message(stored_at(row, 0)?, policy));
         }
         Ok(out)
     }
@@ -375,41 +324,35 @@ impl PgStore {
         key: &StableKey,
         last_seq: i64,
     ) -> Result<(i64, Option<StableRow>), StoreError> {
-        let state: Option<(i64, i64, i64)> = sqlx::query_as(
-            "SELECT start_seq, cost, last_seq FROM stable_windows \
-             WHERE conversation_id = $1 AND policy_key = $2",
-        )
-        .bind(id)
-        .bind(key.key())
-        .fetch_optional(&mut *conn)
-        .await?;
-        let row = match state {
-            Some((start_seq, cost, seen)) => {
-                if seen >= last_seq {
-                    return Ok((start_seq, None));
-                }
-                StableRow {
-                    start_seq,
-                    cost,
-                    last_seq: seen,
-                }
+        let state: Option<(i64, i64, i64)> = sqlx::query_as(STABLE_WINDOW)
+            .bind(id)
+            .bind(key.key())
+            .fetch_optional(&mut *conn)
+            .await?;
+        let stored = state.map(|(start_seq, cost, last_seq)| StableRow {
+            start_seq,
+            cost,
+            last_seq,
+        });
+        match StableStart::of(stored, last_seq) {
+            StableStart::Current(start) => Ok((start, None)),
+            StableStart::CatchUp(from) => {
+                let next = Self::stable_catch_up(conn, id, key, from, last_seq).await?;
+                Ok((next.start_seq, Some(next)))
             }
-            None => StableRow::default(),
-        };
-        let next = Self::stable_catch_up(conn, id, key, row, last_seq).await?;
-        Ok((next.start_seq, Some(next)))
+        }
     }
 
-    /// The one-statement context read (see [`fast_window_sql`]) through sqlx; its
-    /// result is interpreted by [`finish_fast_window`]. (SQLite reads through its
-    /// direct connections instead.)
+    /// The one-statement context read (see [`fast_window_sql`]); its result is interpreted
+    /// by [`finish_fast_window`].
     async fn window_fast_sqlx(
         &self,
         tenant: &str,
         id: &str,
         policy: &Policy,
     ) -> Result<Option<(Conversation, Window)>, StoreError> {
-        let p = FastParams::of(policy);
+        let key = stable_key(policy);
+        let p = ProbeLimits::of(policy, key.as_ref());
         let rows = sqlx::query(fast_window_sql(policy.tokenizer))
             .bind(id)
             .bind(tenant)
@@ -435,11 +378,11 @@ impl PgStore {
         for row in &rows {
             // The conversation's row has no message.
             if row.try_get::<Option<i64>, _>(15)?.is_some() {
-                stored.push(Self::stored_at(row, 15)?);
+                stored.push(stored_at(row, 15)?);
             }
         }
         let read = FastRead {
-            conv: Self::conversation_from_row(first)?,
+            conv: conversation_at(first)?,
             st_start: first.try_get(11)?,
             st_last: first.try_get(12)?,
             turn_floor: first.try_get(13)?,
@@ -470,11 +413,7 @@ impl PgStore {
             Some(c) => Self::cut_start(conn, id, c).await?,
             None => 0,
         };
-        let stable_key = if policy.trim == TrimMode::Stable {
-            StableKey::of(policy)
-        } else {
-            None
-        };
+        let stable_key = stable_key(policy);
         let (stable_start, save) = match &stable_key {
             Some(key) => {
                 let (s, save) = Self::stable_start(conn, id, key, snap.last_seq).await?;
@@ -493,26 +432,23 @@ impl PgStore {
         let system_rows: Vec<(i64, String)> = if !snap.has_system {
             Vec::new()
         } else {
-            sqlx::query_as(
-                "SELECT seq, content FROM messages WHERE conversation_id = $1 \
-                 AND role = 'system' ORDER BY seq",
-            )
-            .bind(id)
-            .fetch_all(&mut *conn)
-            .await?
+            sqlx::query_as(SYSTEM_MESSAGES)
+                .bind(id)
+                .fetch_all(&mut *conn)
+                .await?
         };
-        let system_count = system_rows.len();
-        let mut system_parts = Vec::with_capacity(system_count);
+        let mut system = SystemParts::default();
         for (seq, content) in system_rows {
-            let m = decode_message(seq, "system", &content, None, None)?;
-            let text = recall_core::context::system_text(&m);
-            // As recall-core gathers them: blank parts are left out.
-            if !text.trim().is_empty() {
-                system_parts.push(text);
-            }
+            system.add(&decode_message(
+                seq,
+                Role::System.as_str(),
+                &content,
+                None,
+                None,
+            )?);
         }
 
-        let mut messages = Self::history(conn, id, start, i64::MAX, policy.tokenizer).await?;
+        let mut messages = Self::history(conn, id, start, i64::MAX, policy).await?;
         // Budgets cut by stored figures, which are those of whole messages. Selection
         // drops unmatched tool blocks (a tool call never answered), and a repaired
         // message costs less than its figures: when the walk gets back to the start
@@ -520,17 +456,17 @@ impl PgStore {
         // further back, as far as the remaining room reaches, until the walk stops
         // inside what was read.
         while start > floor {
-            let Some(stats) = walk_reaches_start(&messages, policy) else {
+            let Some(room) = room_before(&messages, policy) else {
                 break;
             };
             let mut next = floor;
-            for (total, max, kept) in budgets(policy, &stats) {
+            for (total, max, kept) in room {
                 let column = total.column();
                 let before = Self::total_before(conn, id, column, start).await?;
-                let threshold = before - (max - kept);
+                let threshold = threshold_past(before, max, kept);
                 next = next.max(Self::budget_start(conn, id, column, threshold).await?);
             }
-            let mut older = Self::history(conn, id, next, start, policy.tokenizer).await?;
+            let mut older = Self::history(conn, id, next, start, policy).await?;
             older.append(&mut messages);
             messages = older;
             start = next;
@@ -540,16 +476,7 @@ impl PgStore {
         if let (Some(key), Some(save)) = (&stable_key, &save) {
             self.save_stable(tenant, id, key, save, &snap).await?;
         }
-        let history_count = (snap.count.max(0) as usize).saturating_sub(system_count);
-        let older = history_count.saturating_sub(messages.len());
-        Ok((
-            conv,
-            Window {
-                system_parts,
-                messages,
-                older,
-                stable_start,
-            },
-        ))
+        let window = system.window(snap.count, messages, stable_start);
+        Ok((conv, window))
     }
 }

@@ -1,0 +1,78 @@
+//! `append_message` through the MCP handler on a real SQLite file: a client id reused for a
+//! different message is a tool error naming the id and its seq (issue 16, defect 2), and
+//! nothing is stored; the same message again is a duplicate.
+
+use recall_engine::{Engine, Limits};
+use recall_mcp::RecallMcp;
+use serde_json::{json, Value};
+
+/// Calls a tool; `Ok(structured)` or `Err(error text)` for an `isError` result.
+async fn call(mcp: &RecallMcp, tool: &str, args: Value) -> Result<Value, String> {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object");
+    };
+    let r = mcp
+        .call(tool, Some(args))
+        .await
+        .expect("not a protocol error");
+    let text = r
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default();
+    if r.is_error == Some(true) {
+        Err(text)
+    } else {
+        Ok(r.structured_content.expect("structured content"))
+    }
+}
+
+#[tokio::test]
+async fn a_reused_id_for_a_different_message_is_a_tool_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = dir.path().join("recall.db").display().to_string();
+    let engine = Engine::open(&url, Limits::default())
+        .await
+        .expect("open engine");
+    let mcp = RecallMcp::new(engine.clone(), "default").expect("server");
+    let conv = call(&mcp, "create_conversation", json!({}))
+        .await
+        .expect("created");
+    let id = conv["id"].as_str().expect("id").to_string();
+    let append = |content: &str, meta: Value| {
+        json!({"conversation_id": id, "role": "user", "content": content, "id": "d1",
+               "metadata": meta})
+    };
+    let first = call(&mcp, "append_message", append("a", json!({"k": 1})))
+        .await
+        .expect("first append");
+    assert_eq!(
+        (first["seq"].clone(), first["duplicate"].clone()),
+        (json!(1), json!(false))
+    );
+
+    for (content, meta) in [("zzz", json!({"k": 1})), ("a", json!({"k": 2}))] {
+        let err = call(&mcp, "append_message", append(content, meta))
+            .await
+            .expect_err("a conflict");
+        assert!(
+            err.contains("client id 'd1' was already used for a different message (seq 1)"),
+            "{err}"
+        );
+    }
+    let again = call(&mcp, "append_message", append("a", json!({"k": 1})))
+        .await
+        .expect("a retry");
+    assert_eq!(
+        (again["seq"].clone(), again["duplicate"].clone()),
+        (json!(1), json!(true))
+    );
+    let stored = engine
+        .store()
+        .messages("default", &id, 0, 100)
+        .await
+        .expect("messages");
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].message.to_json()["content"], json!("a"));
+}

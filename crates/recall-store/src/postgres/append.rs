@@ -1,0 +1,345 @@
+//! PostgreSQL's writes that hold the conversation's row lock: the one append path (lock,
+//! read the stored client ids, ask the plan in `append_plan`, insert, advance the stable
+//! windows), the other writes that change running totals, and saving a caught-up stable
+//! window.
+
+use std::collections::HashMap;
+
+use sqlx::{PgConnection, Postgres, Row, Transaction};
+
+use super::PgStore;
+use crate::append_plan::{plan_appends, replacement, Running, StoredId};
+use crate::codec::{now_ms, Encoded};
+use crate::error::StoreError;
+use crate::model::{Appended, Figures};
+use crate::stable::{advance, fold_stable, Advance, StableRow};
+use crate::statements::{
+    insert_messages_sql, stable_rows_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS,
+    DELETE_STABLE_WINDOWS, IDS_PER_LOOKUP, MESSAGE_FIGURES, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING,
+    SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE, UPDATE_STABLE_WINDOW,
+};
+use crate::window::StableKey;
+use crate::window_plan::Snapshot;
+
+type Tx<'a> = Transaction<'a, Postgres>;
+
+/// Takes the conversation's row lock and adds the totals of a batch whose every message is
+/// written (no client ids) in one statement; `$3`–`$10` as `Running::columns`, `$11` the
+/// time. Returns the totals after it and the stable windows current before it.
+const RESERVE_RUNNING: &str = "UPDATE conversations SET last_seq = last_seq + $3, \
+     message_count = message_count + $4, total_o200k = total_o200k + $5, \
+     total_cl100k = total_cl100k + $6, total_chars = total_chars + $7, \
+     total_chars4 = total_chars4 + $8, total_turns = total_turns + $9, \
+     total_cuts = total_cuts + $10, updated_at = $11 WHERE id = $1 AND tenant = $2 \
+     RETURNING last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
+     total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
+     AND stable_windows.last_seq = conversations.last_seq - $3)";
+
+fn running_at(row: &sqlx::postgres::PgRow) -> Result<Running, StoreError> {
+    Ok(Running {
+        last_seq: row.try_get(0)?,
+        count: row.try_get(1)?,
+        o200k: row.try_get(2)?,
+        cl100k: row.try_get(3)?,
+        chars: row.try_get(4)?,
+        chars4: row.try_get(5)?,
+        turns: row.try_get(6)?,
+        cuts: row.try_get(7)?,
+        current_windows: row.try_get(8)?,
+    })
+}
+
+impl PgStore {
+    /// Takes the conversation's row lock; its running totals.
+    pub(super) async fn lock_running(
+        tx: &mut Tx<'_>,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Running, StoreError> {
+        let row = sqlx::query(&format!("{RUNNING} FOR UPDATE"))
+            .bind(id)
+            .bind(tenant)
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+        running_at(&row)
+    }
+
+    /// Takes the lock and adds the totals of `encoded` (all of which will be written) in one
+    /// statement; returns the totals as they were before.
+    async fn reserve_running(
+        tx: &mut Tx<'_>,
+        tenant: &str,
+        id: &str,
+        encoded: &[Encoded],
+    ) -> Result<Running, StoreError> {
+        let d = Running::of_batch(encoded);
+        let mut q = sqlx::query(RESERVE_RUNNING).bind(id).bind(tenant);
+        for v in d.columns() {
+            q = q.bind(v);
+        }
+        let row = q
+            .bind(now_ms())
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+        Ok(running_at(&row)?.before(&d))
+    }
+
+    pub(super) async fn save_running(
+        tx: &mut Tx<'_>,
+        id: &str,
+        r: &Running,
+    ) -> Result<(), StoreError> {
+        let mut q = sqlx::query(SAVE_RUNNING);
+        for v in r.columns() {
+            q = q.bind(v);
+        }
+        q.bind(now_ms()).bind(id).execute(&mut **tx).await?;
+        Ok(())
+    }
+
+    /// The stored messages under the client ids of `encoded`.
+    async fn stored_ids(
+        tx: &mut Tx<'_>,
+        id: &str,
+        encoded: &[Encoded],
+    ) -> Result<HashMap<String, StoredId>, StoreError> {
+        let ids: Vec<&str> = encoded
+            .iter()
+            .filter_map(|e| e.client_id.as_deref())
+            .collect();
+        let mut seen = HashMap::new();
+        for chunk in ids.chunks(IDS_PER_LOOKUP) {
+            let sql = stored_ids_sql(chunk.len());
+            let mut q =
+                sqlx::query_as::<_, (String, i64, String, String, Option<String>)>(&sql).bind(id);
+            for cid in chunk {
+                q = q.bind(*cid);
+            }
+            for (cid, seq, role, content, metadata) in q.fetch_all(&mut **tx).await? {
+                let stored = StoredId {
+                    seq,
+                    role,
+                    content,
+                    metadata,
+                };
+                seen.insert(cid, stored);
+            }
+        }
+        Ok(seen)
+    }
+
+    /// PostgreSQL's one append path, in one transaction.
+    pub(super) async fn write_appends(
+        &self,
+        tenant: &str,
+        id: &str,
+        encoded: &[Encoded],
+    ) -> Result<Vec<Appended>, StoreError> {
+        let has_client_ids = encoded.iter().any(|e| e.client_id.is_some());
+        let mut tx = self.pool.begin().await?;
+        // Without client ids every message is written, so the new totals are known before
+        // the lock: one `UPDATE … RETURNING` takes the lock and moves the totals. With client
+        // ids, which messages are written is known only under the lock: lock, read, then save
+        // the totals.
+        let (mut r, seen) = if has_client_ids {
+            let r = Self::lock_running(&mut tx, tenant, id).await?;
+            (r, Self::stored_ids(&mut tx, id, encoded).await?)
+        } else {
+            let r = Self::reserve_running(&mut tx, tenant, id, encoded).await?;
+            (r, HashMap::new())
+        };
+        let before = r.last_seq;
+        let plan = plan_appends(encoded, &mut r, &seen)?;
+        // A batch of retries writes nothing.
+        if r.last_seq == before {
+            tx.commit().await?;
+            return Ok(plan.out);
+        }
+        let now = now_ms();
+        for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
+            let sql = insert_messages_sql(chunk.len());
+            let mut q = sqlx::query(&sql);
+            for (i, seq, run) in chunk {
+                let e = &encoded[*i];
+                let f = &e.figures;
+                q = q
+                    .bind(id)
+                    .bind(*seq)
+                    .bind(e.client_id.as_deref())
+                    .bind(e.role)
+                    .bind(e.content.as_str())
+                    .bind(e.metadata.as_deref())
+                    .bind(e.status)
+                    .bind(now)
+                    .bind(f.tokens_o200k)
+                    .bind(f.tokens_cl100k)
+                    .bind(f.chars)
+                    .bind(f.flags())
+                    .bind(run.o200k)
+                    .bind(run.cl100k)
+                    .bind(run.chars)
+                    .bind(run.chars4)
+                    .bind(run.cuts);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        if r.current_windows > 0 {
+            Self::advance_stable(&mut tx, id, before, r.last_seq, &plan.added).await?;
+        }
+        if has_client_ids {
+            Self::save_running(&mut tx, id, &r).await?;
+        }
+        tx.commit().await?;
+        Ok(plan.out)
+    }
+
+    /// A stable window's state caught up from `from` to `last_seq` (see `fold_stable`).
+    pub(super) async fn stable_catch_up(
+        conn: &mut PgConnection,
+        id: &str,
+        key: &StableKey,
+        from: StableRow,
+        last_seq: i64,
+    ) -> Result<StableRow, StoreError> {
+        let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&stable_rows_sql(key))
+            .bind(id)
+            .bind(from.start_seq)
+            .bind(last_seq)
+            .fetch_all(&mut *conn)
+            .await?;
+        Ok(fold_stable(&rows, key, from, last_seq))
+    }
+
+    /// Advances, inside an append's transaction, the stable windows that were current before
+    /// it over the history it wrote (see `stable::advance`). Windows behind `before` are left
+    /// to the catch-up of the next context build.
+    async fn advance_stable(
+        tx: &mut Tx<'_>,
+        id: &str,
+        before: i64,
+        last_seq: i64,
+        added: &[Figures],
+    ) -> Result<(), StoreError> {
+        let current: Vec<(String, i64, i64)> = sqlx::query_as(CURRENT_STABLE_WINDOWS)
+            .bind(id)
+            .bind(before)
+            .fetch_all(&mut **tx)
+            .await?;
+        for (policy_key, start_seq, cost) in current {
+            // A key this version did not write is never looked up again: leave it.
+            let Some(key) = StableKey::parse(&policy_key) else {
+                continue;
+            };
+            let next = match advance(&key, (start_seq, cost), added, before, last_seq) {
+                Advance::Grown(next) => next,
+                Advance::CatchUp(from) => {
+                    Self::stable_catch_up(tx, id, &key, from, last_seq).await?
+                }
+            };
+            sqlx::query(UPDATE_STABLE_WINDOW)
+                .bind(id)
+                .bind(&policy_key)
+                .bind(next.start_seq)
+                .bind(next.cost)
+                .bind(next.last_seq)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Replaces message `seq` (encoded as `e`) and shifts the running totals after it.
+    pub(super) async fn replace_message(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+        e: &Encoded,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+        let old: Option<(i64, i64, i64, i64, String)> = sqlx::query_as(MESSAGE_FIGURES)
+            .bind(id)
+            .bind(seq)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some((o, c, ch, flags, old_role)) = old else {
+            return Err(StoreError::MessageNotFound {
+                conversation: id.to_string(),
+                seq,
+            });
+        };
+        let old_f = Figures {
+            tokens_o200k: o,
+            tokens_cl100k: c,
+            chars: ch,
+            ..Figures::default()
+        }
+        .with_flags(flags);
+        let f = &e.figures;
+        let delta = replacement((&old_f, &old_role), (f, e.role));
+        sqlx::query(UPDATE_MESSAGE)
+            .bind(id)
+            .bind(seq)
+            .bind(e.role)
+            .bind(&e.content)
+            .bind(&e.metadata)
+            .bind(e.status)
+            .bind(f.tokens_o200k)
+            .bind(f.tokens_cl100k)
+            .bind(f.chars)
+            .bind(f.flags())
+            .execute(&mut *tx)
+            .await?;
+        let [d_o, d_c, d_ch, d_c4, d_cuts, _] = delta;
+        if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+            let mut q = sqlx::query(SHIFT_RUNNING).bind(id).bind(seq);
+            for d in [d_o, d_c, d_ch, d_c4, d_cuts] {
+                q = q.bind(d);
+            }
+            q.execute(&mut *tx).await?;
+            // Stable windows counted the old size.
+            sqlx::query(DELETE_STABLE_WINDOWS)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        r.shift(delta);
+        Self::save_running(&mut tx, id, &r).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Saves a stable window's state, unless the conversation changed since the read that
+    /// computed it (`snap`) or is gone.
+    pub(super) async fn save_stable(
+        &self,
+        tenant: &str,
+        id: &str,
+        key: &StableKey,
+        save: &StableRow,
+        snap: &Snapshot,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let r = match Self::lock_running(&mut tx, tenant, id).await {
+            Ok(r) => r,
+            // Deleted meanwhile: nothing to save.
+            Err(StoreError::ConversationNotFound(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if snap.unchanged(&r) {
+            sqlx::query(SAVE_STABLE_WINDOW)
+                .bind(id)
+                .bind(key.key())
+                .bind(save.start_seq)
+                .bind(save.cost)
+                .bind(save.last_seq)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

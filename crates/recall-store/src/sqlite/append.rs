@@ -1,0 +1,189 @@
+//! SQLite's one append path, run by the writer (`writer.rs`) in its write transaction: read
+//! the totals and the stored client ids, ask the plan (`append_plan`), insert the rows, save
+//! the totals and advance the stable windows that were current (`stable`).
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, Transaction};
+
+use super::conn::named;
+use super::window::stable_rows;
+use crate::append_plan::{plan_appends, Running, StoredId};
+use crate::codec::{now_ms, Encoded};
+use crate::error::StoreError;
+use crate::model::{Appended, Figures};
+use crate::stable::{advance, fold_stable, Advance, StableRow};
+use crate::statements::{
+    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, IDS_PER_LOOKUP, ROWS_PER_INSERT,
+    RUNNING, SAVE_RUNNING, UPDATE_STABLE_WINDOW,
+};
+use crate::window::StableKey;
+
+/// The conversation's running totals, read under the write lock.
+pub(super) fn running(tx: &Transaction<'_>, tenant: &str, id: &str) -> Result<Running, StoreError> {
+    tx.prepare_cached(RUNNING)?
+        .query_row(named(&[&id, &tenant]).as_slice(), |row| {
+            Ok(Running {
+                last_seq: row.get(0)?,
+                count: row.get(1)?,
+                o200k: row.get(2)?,
+                cl100k: row.get(3)?,
+                chars: row.get(4)?,
+                chars4: row.get(5)?,
+                turns: row.get(6)?,
+                cuts: row.get(7)?,
+                current_windows: row.get(8)?,
+            })
+        })
+        .optional()?
+        .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))
+}
+
+/// Saves the running totals of conversation `id`.
+pub(super) fn save_running(tx: &Transaction<'_>, id: &str, r: &Running) -> Result<(), StoreError> {
+    let [a, b, c, d, e, f, g, h] = r.columns();
+    let now = now_ms();
+    tx.prepare_cached(SAVE_RUNNING)?
+        .execute(named(&[&a, &b, &c, &d, &e, &f, &g, &h, &now, &id]).as_slice())?;
+    Ok(())
+}
+
+/// The stored messages under the client ids of `encoded`.
+fn stored_ids(
+    tx: &Transaction<'_>,
+    id: &str,
+    encoded: &[Encoded],
+) -> Result<HashMap<String, StoredId>, StoreError> {
+    let ids: Vec<&str> = encoded
+        .iter()
+        .filter_map(|e| e.client_id.as_deref())
+        .collect();
+    let mut seen = HashMap::new();
+    for chunk in ids.chunks(IDS_PER_LOOKUP) {
+        let mut stmt = tx.prepare_cached(&stored_ids_sql(chunk.len()))?;
+        // `$1`, then `$2`… in order of first appearance: positions are the numbers.
+        stmt.raw_bind_parameter(1, id)?;
+        for (k, cid) in chunk.iter().enumerate() {
+            stmt.raw_bind_parameter(k + 2, cid)?;
+        }
+        let mut rows = stmt.raw_query();
+        while let Some(row) = rows.next()? {
+            let stored = StoredId {
+                seq: row.get(1)?,
+                role: row.get(2)?,
+                content: row.get(3)?,
+                metadata: row.get(4)?,
+            };
+            seen.insert(row.get(0)?, stored);
+        }
+    }
+    Ok(seen)
+}
+
+/// Appends an encoded batch in the writer's transaction (committed by the writer).
+pub(super) fn append(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    encoded: &[Encoded],
+) -> Result<Vec<Appended>, StoreError> {
+    let mut r = running(tx, tenant, id)?;
+    let before = r.last_seq;
+    let seen = if encoded.iter().any(|e| e.client_id.is_some()) {
+        stored_ids(tx, id, encoded)?
+    } else {
+        HashMap::new()
+    };
+    let plan = plan_appends(encoded, &mut r, &seen)?;
+    // A batch of retries writes nothing.
+    if r.last_seq == before {
+        return Ok(plan.out);
+    }
+    let now = now_ms();
+    for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
+        let mut insert = tx.prepare_cached(&insert_messages_sql(chunk.len()))?;
+        let mut n = 0;
+        let mut bind = |v: &dyn rusqlite::ToSql| -> rusqlite::Result<()> {
+            n += 1;
+            insert.raw_bind_parameter(n, v)
+        };
+        for (i, seq, run) in chunk {
+            let e = &encoded[*i];
+            let f = &e.figures;
+            bind(&id)?;
+            bind(seq)?;
+            bind(&e.client_id.as_deref())?;
+            bind(&e.role)?;
+            bind(&e.content.as_str())?;
+            bind(&e.metadata.as_deref())?;
+            bind(&e.status)?;
+            bind(&now)?;
+            bind(&f.tokens_o200k)?;
+            bind(&f.tokens_cl100k)?;
+            bind(&f.chars)?;
+            bind(&f.flags())?;
+            bind(&run.o200k)?;
+            bind(&run.cl100k)?;
+            bind(&run.chars)?;
+            bind(&run.chars4)?;
+            bind(&run.cuts)?;
+        }
+        insert.raw_execute()?;
+    }
+    save_running(tx, id, &r)?;
+    if r.current_windows > 0 {
+        advance_stable(tx, id, before, r.last_seq, &plan.added)?;
+    }
+    Ok(plan.out)
+}
+
+/// Advances the stable windows that were current before the append (`before`: the last seq
+/// then) over the history it wrote (`added`), up to `last_seq` (see `stable::advance`).
+/// Windows behind `before` are left to the catch-up of the next context build.
+fn advance_stable(
+    tx: &Transaction<'_>,
+    id: &str,
+    before: i64,
+    last_seq: i64,
+    added: &[Figures],
+) -> Result<(), StoreError> {
+    let current: Vec<(String, i64, i64)> = tx
+        .prepare_cached(CURRENT_STABLE_WINDOWS)?
+        .query_map(named(&[&id, &before]).as_slice(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (policy_key, start_seq, cost) in current {
+        // A key this version did not write is never looked up again: leave it.
+        let Some(key) = StableKey::parse(&policy_key) else {
+            continue;
+        };
+        let next = match advance(&key, (start_seq, cost), added, before, last_seq) {
+            Advance::Grown(next) => next,
+            Advance::CatchUp(from) => catch_up(tx, id, &key, from, last_seq)?,
+        };
+        tx.prepare_cached(UPDATE_STABLE_WINDOW)?.execute(
+            named(&[
+                &id,
+                &policy_key,
+                &next.start_seq,
+                &next.cost,
+                &next.last_seq,
+            ])
+            .as_slice(),
+        )?;
+    }
+    Ok(())
+}
+
+/// A stable window's state caught up from `from` to `last_seq`.
+fn catch_up(
+    tx: &Transaction<'_>,
+    id: &str,
+    key: &StableKey,
+    from: StableRow,
+    last_seq: i64,
+) -> Result<StableRow, StoreError> {
+    let rows = stable_rows(tx, id, key, from.start_seq, last_seq)?;
+    Ok(fold_stable(&rows, key, from, last_seq))
+}

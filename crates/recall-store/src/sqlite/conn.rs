@@ -1,0 +1,179 @@
+//! The SQLite store's connections (rusqlite): a few readers, used on the calling thread (a
+//! read in WAL mode never waits for a writer), and the one writer connection (see
+//! `writer.rs`). Also the row helpers every SQLite statement shares.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::codec::{ConversationColumns, MessageColumns};
+use crate::error::StoreError;
+use crate::model::{Conversation, StoredMessage};
+
+/// As long as any connection waits for a lock.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Idle reader connections kept open (more are opened under load and closed after it).
+const IDLE_READERS: usize = 8;
+
+/// The connections to one database file.
+pub(super) struct Connections {
+    path: PathBuf,
+    readers: Mutex<Vec<Connection>>,
+    /// One writer: SQLite takes one write at a time anyway, and writes in this process queue
+    /// here instead of in SQLite's busy handler.
+    pub(super) writer: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Connections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connections")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// Opens a connection to the (existing, migrated) file.
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+/// A reader taken from the idle list, given back when dropped.
+pub(super) struct Reader<'a> {
+    conns: &'a Connections,
+    conn: Option<Connection>,
+}
+
+impl Reader<'_> {
+    pub(super) fn conn(&self) -> Result<&Connection, StoreError> {
+        self.conn
+            .as_ref()
+            .ok_or_else(|| StoreError::Internal("no reader connection".into()))
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            // A read left open would pin its WAL snapshot (and stop checkpoints) while idle.
+            if !conn.is_autocommit() && conn.execute_batch("ROLLBACK").is_err() {
+                return;
+            }
+            let mut idle = lock(&self.conns.readers);
+            if idle.len() < IDLE_READERS {
+                idle.push(conn);
+            }
+        }
+    }
+}
+
+/// A poisoned lock only means a panic elsewhere while it was held; the connection inside is
+/// still usable (the writer's open transaction, if any, is rolled back before use).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Connections {
+    /// Opens the writer and one reader; `SqliteStore::open` created and migrated the file.
+    pub(super) fn open(path: &Path) -> Result<Connections, StoreError> {
+        Ok(Connections {
+            path: path.to_path_buf(),
+            readers: Mutex::new(vec![connect(path)?]),
+            writer: Mutex::new(connect(path)?),
+        })
+    }
+
+    pub(super) fn reader(&self) -> Result<Reader<'_>, StoreError> {
+        let idle = lock(&self.readers).pop();
+        let conn = match idle {
+            Some(c) => c,
+            None => connect(&self.path)?,
+        };
+        Ok(Reader {
+            conns: self,
+            conn: Some(conn),
+        })
+    }
+}
+
+/// The names of `$1`…`$N`, for binding the shared statements' parameters by name.
+const NAMES: [&str; 12] = [
+    "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12",
+];
+
+/// `values` as the parameters `$1`… of a shared statement (see `crate::statements`), bound by
+/// name: SQLite numbers `$N` parameters by first appearance, not by their digits.
+pub(super) fn named<'a>(
+    values: &[&'a dyn rusqlite::ToSql],
+) -> Vec<(&'static str, &'a dyn rusqlite::ToSql)> {
+    NAMES.iter().copied().zip(values.iter().copied()).collect()
+}
+
+/// A text column, borrowed from the row.
+pub(super) fn text<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str, StoreError> {
+    row.get_ref(i)?
+        .as_str()
+        .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
+}
+
+/// A text column that may be NULL, borrowed from the row.
+pub(super) fn text_or_null<'r>(
+    row: &'r rusqlite::Row<'_>,
+    i: usize,
+) -> Result<Option<&'r str>, StoreError> {
+    row.get_ref(i)?
+        .as_str_or_null()
+        .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
+}
+
+/// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–10.
+pub(super) fn conversation(row: &rusqlite::Row<'_>) -> Result<Conversation, StoreError> {
+    ConversationColumns {
+        id: row.get(0)?,
+        tenant: row.get(1)?,
+        title: row.get(2)?,
+        system_prompt: row.get(3)?,
+        metadata: text(row, 4)?,
+        policy: text_or_null(row, 5)?,
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+        message_count: row.get(8)?,
+        last_seq: row.get(9)?,
+        total_tokens: row.get(10)?,
+    }
+    .decode()
+}
+
+/// The message columns (`statements::MESSAGE_COLUMNS`, 0–10) of a row whose role is read.
+pub(super) fn message_columns<'r>(
+    row: &'r rusqlite::Row<'_>,
+    role: &'r str,
+) -> Result<MessageColumns<'r>, StoreError> {
+    Ok(MessageColumns {
+        seq: row.get(0)?,
+        role,
+        content: text(row, 2)?,
+        client_id: row.get(3)?,
+        metadata: text_or_null(row, 4)?,
+        status: text(row, 5)?,
+        created_at: row.get(6)?,
+        tokens_o200k: row.get(7)?,
+        tokens_cl100k: row.get(8)?,
+        chars: row.get(9)?,
+        flags: row.get(10)?,
+    })
+}
+
+/// The message in `statements::MESSAGE_COLUMNS` at columns 0–10.
+pub(super) fn stored_message(row: &rusqlite::Row<'_>) -> Result<StoredMessage, StoreError> {
+    message_columns(row, text(row, 1)?)?.decode()
+}

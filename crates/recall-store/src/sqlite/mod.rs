@@ -1,0 +1,446 @@
+//! The SQLite store: one file in WAL mode, driven by rusqlite on connections of its own.
+//!
+//! sqlx opens the file, switches it to WAL and runs the migrations (and its pool stays open
+//! for tests and tools); every operation after that runs on rusqlite. sqlx's SQLite driver
+//! runs each connection on a worker thread and hands every statement over and back, about
+//! 54 µs a statement on these machines (`context_sqlite/statement` in docs/BENCHMARKS.md):
+//! more than the statements themselves. Here a statement costs what SQLite spends on it.
+//!
+//! - Reads (`window.rs` for the context read; the others below) run on the calling thread on
+//!   a reader: a read in WAL mode never waits for a writer.
+//! - Writes run on the one writer connection (`writer.rs`): on the calling thread when they
+//!   need not wait, else on the writer thread. The append is `append.rs`, the other writes
+//!   `writes.rs`, search `search.rs`.
+
+mod append;
+mod conn;
+mod search;
+mod window;
+mod writer;
+mod writes;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use recall_core::policy::Policy;
+use rusqlite::OptionalExtension;
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::codec::{
+    check_key, check_task_key, check_text, decode_task, encode, encode_batch, encode_task,
+    figures_or_measure, now_ms, validate,
+};
+use crate::error::StoreError;
+use crate::keys::{ApiKey, NewApiKey};
+use crate::model::{
+    Appended, Conversation, NewConversation, NewMessage, SearchHit, StoredMessage, StoredTask,
+};
+use crate::statements::{
+    get_conversation_sql, list_conversations_sql, messages_page_sql, API_KEY_TENANT, GET_TASK,
+    INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
+};
+use crate::window::Window;
+use crate::Store;
+use conn::{named, Connections};
+use writer::Writer;
+
+static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// The embedded default: one SQLite file in WAL mode.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    conns: Arc<Connections>,
+    writer: Arc<Writer>,
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED, with any extended code.
+fn is_busy(e: &sqlx::Error) -> bool {
+    let Some(db) = e.as_database_error() else {
+        return false;
+    };
+    db.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 5 | 6))
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file at `path` and runs migrations.
+    pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Invalid(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+        }
+        // No `journal_mode` here: switching a file to WAL takes an exclusive lock that SQLite
+        // does not wait for (no busy handler), so a connection opened while another process
+        // holds any lock would fail. WAL is switched on once below, waiting for the lock, and
+        // stays on in the file.
+        let opts = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(conn::BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .min_connections(1)
+            .connect_with(opts)
+            .await?;
+        let since = std::time::Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL")
+                .fetch_one(&pool)
+                .await
+            {
+                Ok(_) => break,
+                Err(e) if is_busy(&e) && since.elapsed() < conn::BUSY_TIMEOUT => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // Several processes may open a new file at once (two CLI commands, a server and the
+        // CLI). SQLite has no migration lock of its own: the write lock taken up front makes
+        // them migrate one after the other (each waits on the busy timeout), and the later
+        // ones find the schema in place.
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+        MIGRATIONS.run(&mut tx).await?;
+        tx.commit().await?;
+        let conns = Arc::new(Connections::open(path)?);
+        let writer = Arc::new(Writer::start(Arc::clone(&conns))?);
+        Ok(SqliteStore {
+            pool,
+            conns,
+            writer,
+        })
+    }
+
+    /// The sqlx pool that migrated the file (for tests and tools; the store itself runs on
+    /// rusqlite).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Runs `read` on a reader connection, on the calling thread.
+    fn read<R>(
+        &self,
+        read: impl FnOnce(&rusqlite::Connection) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let reader = self.conns.reader()?;
+        read(reader.conn()?)
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_conversation(
+        &self,
+        tenant: &str,
+        new: NewConversation,
+    ) -> Result<Conversation, StoreError> {
+        check_text("tenant", tenant)?;
+        check_text("title", new.title.as_deref().unwrap_or(""))?;
+        check_text("system prompt", new.system_prompt.as_deref().unwrap_or(""))?;
+        let conv = Conversation {
+            id: uuid::Uuid::now_v7().to_string(),
+            tenant: tenant.to_string(),
+            title: new.title,
+            system_prompt: new.system_prompt,
+            metadata: new.metadata,
+            policy: new.policy,
+            created_at: now_ms(),
+            updated_at: 0,
+            message_count: 0,
+            last_seq: 0,
+            total_tokens: 0,
+        };
+        let row = conv.clone();
+        self.writer
+            .write(move |tx| {
+                let metadata = Value::Object(row.metadata.clone()).to_string();
+                let policy = crate::codec::policy_text(row.policy.as_ref())?;
+                writes::execute(
+                    tx,
+                    INSERT_CONVERSATION,
+                    &[
+                        &row.id,
+                        &row.tenant,
+                        &row.title,
+                        &row.system_prompt,
+                        &metadata,
+                        &policy,
+                        &row.created_at,
+                    ],
+                )
+            })
+            .await?;
+        Ok(Conversation {
+            updated_at: conv.created_at,
+            ..conv
+        })
+    }
+
+    async fn get_conversation(&self, tenant: &str, id: &str) -> Result<Conversation, StoreError> {
+        check_key(tenant, id)?;
+        self.read(|c| {
+            c.prepare_cached(&get_conversation_sql())?
+                .query_row(named(&[&id, &tenant]).as_slice(), |row| {
+                    Ok(conn::conversation(row))
+                })
+                .optional()?
+                .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
+        })
+    }
+
+    async fn list_conversations(
+        &self,
+        tenant: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Conversation>, StoreError> {
+        if let Some(a) = after {
+            check_text("cursor", a)?;
+        }
+        if tenant.contains('\0') {
+            return Ok(Vec::new());
+        }
+        let after = after.unwrap_or("");
+        let limit = i64::from(limit);
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&list_conversations_sql())?;
+            let mut rows = stmt.query(named(&[&tenant, &after, &limit]).as_slice())?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(conn::conversation(row)?);
+            }
+            Ok(out)
+        })
+    }
+
+    async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        check_key(tenant, id)?;
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer
+            .write(move |tx| writes::delete_conversation(tx, &tenant, &id))
+            .await
+    }
+
+    async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, StoreError> {
+        check_key(tenant, id)?;
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer
+            .write(move |tx| writes::clear_conversation(tx, &tenant, &id))
+            .await
+    }
+
+    async fn append(
+        &self,
+        tenant: &str,
+        id: &str,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        check_key(tenant, id)?;
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encoded = encode_batch(&messages)?;
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer
+            .write(move |tx| append::append(tx, &tenant, &id, &encoded))
+            .await
+    }
+
+    async fn update_message(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+        message: NewMessage,
+    ) -> Result<(), StoreError> {
+        check_key(tenant, id)?;
+        let e = encode(&message, figures_or_measure(&message));
+        validate(&e, &message.message, 0)?;
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer
+            .write(move |tx| writes::update_message(tx, &tenant, &id, seq, &e))
+            .await
+    }
+
+    async fn messages(
+        &self,
+        tenant: &str,
+        id: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        check_key(tenant, id)?;
+        let limit = i64::from(limit);
+        let page = self.read(|c| {
+            let mut stmt = c.prepare_cached(&messages_page_sql())?;
+            let mut rows = stmt.query(named(&[&id, &after, &tenant, &limit]).as_slice())?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(conn::stored_message(row)?);
+            }
+            Ok(out)
+        })?;
+        if page.is_empty() {
+            // Distinguish "no messages" from "no such conversation".
+            self.get_conversation(tenant, id).await?;
+        }
+        Ok(page)
+    }
+
+    async fn context_window(
+        &self,
+        tenant: &str,
+        id: &str,
+        policy: &Policy,
+    ) -> Result<Window, StoreError> {
+        Ok(self.conversation_window(tenant, id, policy).await?.1)
+    }
+
+    /// Read on the calling thread (see `window.rs`); a stable window's state that had to be
+    /// caught up is saved after the read, by the writer.
+    async fn conversation_window(
+        &self,
+        tenant: &str,
+        id: &str,
+        policy: &Policy,
+    ) -> Result<(Conversation, Window), StoreError> {
+        check_key(tenant, id)?;
+        let read = window::read_window(&self.conns, tenant, id, policy)?;
+        if let Some((key, save, snap)) = read.save {
+            let (tenant, id) = (tenant.to_string(), id.to_string());
+            self.writer
+                .write(move |tx| writes::save_stable(tx, &tenant, &id, &key, &save, &snap))
+                .await?;
+        }
+        Ok((read.conv, read.window))
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
+    }
+
+    async fn create_task(
+        &self,
+        tenant: &str,
+        task: &recall_core::task::Task,
+    ) -> Result<StoredTask, StoreError> {
+        let (stored, spec) = encode_task(tenant, task)?;
+        let (id, tenant, now) = (stored.id.clone(), stored.tenant.clone(), stored.created_at);
+        let (priority, description) = (task.priority.as_str(), task.description.clone());
+        self.writer
+            .write(move |tx| {
+                writes::execute(
+                    tx,
+                    INSERT_TASK,
+                    &[&id, &tenant, &priority, &description, &spec, &now],
+                )
+            })
+            .await?;
+        Ok(stored)
+    }
+
+    async fn get_task(&self, tenant: &str, id: &str) -> Result<StoredTask, StoreError> {
+        check_task_key(tenant, id)?;
+        let row: Option<(String, String, i64)> = self.read(|c| {
+            Ok(c.prepare_cached(GET_TASK)?
+                .query_row(named(&[&id, &tenant]).as_slice(), |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .optional()?)
+        })?;
+        let (id, spec, created_at) = row.ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
+        decode_task(id, tenant, &spec, created_at)
+    }
+
+    async fn search_messages(
+        &self,
+        tenant: &str,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let words = crate::search::search_words(query)?;
+        if tenant.contains('\0') || limit == 0 {
+            return Ok(Vec::new());
+        }
+        if search::pending(&self.conns, tenant)? {
+            let tenant = tenant.to_string();
+            self.writer
+                .write(move |tx| search::catch_up(tx, &tenant))
+                .await?;
+        }
+        search::hits(&self.conns, tenant, &words, limit)
+    }
+
+    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {
+        check_text("tenant", &key.tenant)?;
+        check_text("label", key.label.as_deref().unwrap_or(""))?;
+        let stored = ApiKey {
+            id: key.id,
+            tenant: key.tenant,
+            label: key.label,
+            created_at: now_ms(),
+            revoked_at: None,
+        };
+        let row = stored.clone();
+        let hash = key.key_sha256;
+        self.writer
+            .write(move |tx| {
+                writes::execute(
+                    tx,
+                    INSERT_API_KEY,
+                    &[&row.id, &row.tenant, &hash, &row.label, &row.created_at],
+                )
+            })
+            .await?;
+        Ok(stored)
+    }
+
+    /// The key lookup of every authenticated request: one indexed read on the calling thread.
+    async fn api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError> {
+        self.read(|c| {
+            Ok(c.prepare_cached(API_KEY_TENANT)?
+                .query_row(named(&[&key_sha256]).as_slice(), |row| row.get(0))
+                .optional()?)
+        })
+    }
+
+    async fn list_api_keys(&self, tenant: Option<&str>) -> Result<Vec<ApiKey>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(LIST_API_KEYS)?;
+            let keys = stmt
+                .query_map(named(&[&tenant]).as_slice(), |r| {
+                    Ok(ApiKey {
+                        id: r.get(0)?,
+                        tenant: r.get(1)?,
+                        label: r.get(2)?,
+                        created_at: r.get(3)?,
+                        revoked_at: r.get(4)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(keys)
+        })
+    }
+
+    async fn revoke_api_key(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        let done = self
+            .writer
+            .write(move |tx| writes::execute(tx, REVOKE_API_KEY, &[&now_ms(), &id]))
+            .await?;
+        Ok(done > 0)
+    }
+}

@@ -1,0 +1,139 @@
+//! SQLite's writes other than the append, each run by the writer (`writer.rs`) in its write
+//! transaction with the shared statements (`statements`).
+
+use rusqlite::{OptionalExtension, Transaction};
+
+use super::append::{running, save_running};
+use super::conn::named;
+use crate::append_plan::{replacement, Running};
+use crate::codec::Encoded;
+use crate::error::StoreError;
+use crate::model::Figures;
+use crate::stable::StableRow;
+use crate::statements::{
+    DELETE_CONVERSATION, DELETE_MESSAGES, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES,
+    SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE,
+};
+use crate::window::StableKey;
+use crate::window_plan::Snapshot;
+
+/// Deletes a conversation and everything of it.
+pub(super) fn delete_conversation(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+) -> Result<(), StoreError> {
+    running(tx, tenant, id)?;
+    tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
+    tx.execute(DELETE_MESSAGES, named(&[&id]).as_slice())?;
+    tx.execute(DELETE_CONVERSATION, named(&[&id, &tenant]).as_slice())?;
+    Ok(())
+}
+
+/// Removes a conversation's messages and stable windows; returns how many messages.
+pub(super) fn clear_conversation(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+) -> Result<u64, StoreError> {
+    let r = running(tx, tenant, id)?;
+    let removed = tx.execute(DELETE_MESSAGES, named(&[&id]).as_slice())?;
+    tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
+    save_running(tx, id, &Running::cleared(r.last_seq))?;
+    Ok(removed as u64)
+}
+
+/// Replaces message `seq` (encoded as `e`) and shifts the running totals after it.
+pub(super) fn update_message(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    seq: i64,
+    e: &Encoded,
+) -> Result<(), StoreError> {
+    let mut r = running(tx, tenant, id)?;
+    let old: Option<(i64, i64, i64, i64, String)> = tx
+        .prepare_cached(MESSAGE_FIGURES)?
+        .query_row(named(&[&id, &seq]).as_slice(), |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
+        })
+        .optional()?;
+    let Some((o, c, ch, flags, old_role)) = old else {
+        return Err(StoreError::MessageNotFound {
+            conversation: id.to_string(),
+            seq,
+        });
+    };
+    let old_f = Figures {
+        tokens_o200k: o,
+        tokens_cl100k: c,
+        chars: ch,
+        ..Figures::default()
+    }
+    .with_flags(flags);
+    let f = &e.figures;
+    let delta = replacement((&old_f, &old_role), (f, e.role));
+    tx.prepare_cached(UPDATE_MESSAGE)?.execute(
+        named(&[
+            &id,
+            &seq,
+            &e.role,
+            &e.content,
+            &e.metadata,
+            &e.status,
+            &f.tokens_o200k,
+            &f.tokens_cl100k,
+            &f.chars,
+            &f.flags(),
+        ])
+        .as_slice(),
+    )?;
+    let [d_o, d_c, d_ch, d_c4, d_cuts, _] = delta;
+    if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+        tx.prepare_cached(SHIFT_RUNNING)?
+            .execute(named(&[&id, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts]).as_slice())?;
+        // Stable windows counted the old size.
+        tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
+    }
+    r.shift(delta);
+    save_running(tx, id, &r)
+}
+
+/// Saves a stable window's state, unless the conversation changed since the read that
+/// computed it (`snap`: an update or a clear would make it stale) or is gone.
+pub(super) fn save_stable(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    key: &StableKey,
+    save: &StableRow,
+    snap: &Snapshot,
+) -> Result<(), StoreError> {
+    let r = match running(tx, tenant, id) {
+        Ok(r) => r,
+        // Deleted meanwhile: nothing to save.
+        Err(StoreError::ConversationNotFound(_)) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if snap.unchanged(&r) {
+        tx.prepare_cached(SAVE_STABLE_WINDOW)?.execute(
+            named(&[&id, &key.key(), &save.start_seq, &save.cost, &save.last_seq]).as_slice(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs one statement of the shared text with `values` as `$1`…; returns the rows changed.
+pub(super) fn execute(
+    tx: &Transaction<'_>,
+    sql: &str,
+    values: &[&dyn rusqlite::ToSql],
+) -> Result<u64, StoreError> {
+    Ok(tx.prepare_cached(sql)?.execute(named(values).as_slice())? as u64)
+}

@@ -1,0 +1,205 @@
+//! The SQL both databases run, defined once. Parameters are `$N` everywhere: PostgreSQL
+//! numbers them so, and SQLite reads `$N` as a parameter named `$N` (rusqlite binds them by
+//! name, see `sqlite::conn::named`, or by position where every `$N` first appears in order).
+//! What only one database runs (its locking read, its context-read probes, its full-text
+//! search) is in its own module.
+
+use crate::window::StableKey;
+
+/// The columns of a `conversations` row, as `codec::ConversationColumns` reads them.
+pub(crate) const CONVERSATION_COLUMNS: &str = "id, tenant, title, system_prompt, metadata, \
+     policy, created_at, updated_at, message_count, last_seq, total_o200k";
+
+/// The columns of a `messages` row, as `codec::MessageColumns` reads them.
+pub(crate) const MESSAGE_COLUMNS: &str = "seq, role, content, client_id, metadata, status, \
+     created_at, tokens_o200k, tokens_cl100k, chars, flags";
+
+/// `INSERT` of a conversation: `$1` id, `$2` tenant, `$3` title, `$4` system prompt, `$5`
+/// metadata, `$6` policy, `$7` the time.
+pub(crate) const INSERT_CONVERSATION: &str = "INSERT INTO conversations (id, tenant, title, \
+     system_prompt, metadata, policy, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)";
+
+/// Conversation `$1` of tenant `$2`.
+pub(crate) fn get_conversation_sql() -> String {
+    format!("SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 AND tenant = $2")
+}
+
+/// A page of tenant `$1`'s conversations after id `$2`, at most `$3`.
+pub(crate) fn list_conversations_sql() -> String {
+    format!(
+        "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE tenant = $1 AND id > $2 \
+         ORDER BY id LIMIT $3"
+    )
+}
+
+/// Messages of conversation `$1` with `seq > $2`, if it belongs to tenant `$3`, at most `$4`
+/// (the tenant check and the read in one statement).
+pub(crate) fn messages_page_sql() -> String {
+    format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND seq > $2 \
+         AND EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND tenant = $3) \
+         ORDER BY seq LIMIT $4"
+    )
+}
+
+/// The running totals of conversation `$1` of tenant `$2` and the number of its stable
+/// windows that are current, for a writer (PostgreSQL adds `FOR UPDATE`; SQLite's writer
+/// already holds the database's write lock).
+pub(crate) const RUNNING: &str = "SELECT last_seq, message_count, total_o200k, total_cl100k, \
+     total_chars, total_chars4, total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows \
+     WHERE conversation_id = $1 AND stable_windows.last_seq = conversations.last_seq) \
+     FROM conversations WHERE id = $1 AND tenant = $2";
+
+/// Saves running totals: `$1` last seq, `$2` count, `$3`–`$8` the totals (o200k, cl100k,
+/// chars, chars4, turns, cuts), `$9` the time, `$10` the conversation.
+pub(crate) const SAVE_RUNNING: &str = "UPDATE conversations SET last_seq = $1, \
+     message_count = $2, total_o200k = $3, total_cl100k = $4, total_chars = $5, \
+     total_chars4 = $6, total_turns = $7, total_cuts = $8, updated_at = $9 WHERE id = $10";
+
+/// Rows a multi-row `INSERT` of messages writes at most: 17 parameters a row keeps a
+/// statement well under SQLite's limit of 32,766. One statement per chunk rather than per row
+/// (on SQLite, a statement that writes FTS5 rows ends with a flush of its pending terms: a
+/// statement per row would write one tiny index segment per message).
+pub(crate) const ROWS_PER_INSERT: usize = 1000;
+
+/// Parameters of one message row in [`insert_messages_sql`], in this order: conversation,
+/// seq, client id, role, content, metadata, status, created at, tokens (o200k, cl100k),
+/// chars, flags, then the running totals after it (o200k, cl100k, chars, chars4, cuts).
+pub(crate) const MESSAGE_ROW_PARAMS: usize = 17;
+
+/// The `INSERT` of `rows` messages (see [`MESSAGE_ROW_PARAMS`]), parameters `$1`… in order.
+pub(crate) fn insert_messages_sql(rows: usize) -> String {
+    let mut sql = String::with_capacity(300 + rows * 100);
+    sql.push_str(
+        "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
+         status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, cum_cl100k, \
+         cum_chars, cum_chars4, cum_cuts) VALUES ",
+    );
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..MESSAGE_ROW_PARAMS {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(r * MESSAGE_ROW_PARAMS + c + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// Client ids a statement of [`stored_ids_sql`] looks up at most.
+pub(crate) const IDS_PER_LOOKUP: usize = 1000;
+
+/// The stored messages under `ids` client ids of conversation `$1` (`$2`…): client id, seq,
+/// role, content, metadata.
+pub(crate) fn stored_ids_sql(ids: usize) -> String {
+    let list: Vec<String> = (0..ids).map(|i| format!("${}", i + 2)).collect();
+    format!(
+        "SELECT client_id, seq, role, content, metadata FROM messages \
+         WHERE conversation_id = $1 AND client_id IN ({})",
+        list.join(", ")
+    )
+}
+
+/// The figures and role of message `$2` of conversation `$1` (an update's old values).
+pub(crate) const MESSAGE_FIGURES: &str = "SELECT tokens_o200k, tokens_cl100k, chars, flags, \
+     role FROM messages WHERE conversation_id = $1 AND seq = $2";
+
+/// Replaces message `$2` of conversation `$1`: `$3` role, `$4` content, `$5` metadata, `$6`
+/// status, `$7`–`$10` tokens (o200k, cl100k), chars, flags.
+pub(crate) const UPDATE_MESSAGE: &str = "UPDATE messages SET role = $3, content = $4, \
+     metadata = $5, status = $6, tokens_o200k = $7, tokens_cl100k = $8, chars = $9, \
+     flags = $10 WHERE conversation_id = $1 AND seq = $2";
+
+/// Shifts the running totals of messages `seq >= $2` of conversation `$1` by `$3`–`$7`
+/// (o200k, cl100k, chars, chars4, cuts).
+pub(crate) const SHIFT_RUNNING: &str = "UPDATE messages SET cum_o200k = cum_o200k + $3, \
+     cum_cl100k = cum_cl100k + $4, cum_chars = cum_chars + $5, cum_chars4 = cum_chars4 + $6, \
+     cum_cuts = cum_cuts + $7 WHERE conversation_id = $1 AND seq >= $2";
+
+pub(crate) const DELETE_MESSAGES: &str = "DELETE FROM messages WHERE conversation_id = $1";
+
+pub(crate) const DELETE_STABLE_WINDOWS: &str =
+    "DELETE FROM stable_windows WHERE conversation_id = $1";
+
+pub(crate) const DELETE_CONVERSATION: &str =
+    "DELETE FROM conversations WHERE id = $1 AND tenant = $2";
+
+/// The stable windows of conversation `$1` current at last seq `$2`: key, start, cost.
+pub(crate) const CURRENT_STABLE_WINDOWS: &str = "SELECT policy_key, start_seq, cost \
+     FROM stable_windows WHERE conversation_id = $1 AND last_seq = $2";
+
+/// A stable window's state: conversation `$1`, key `$2`, start `$3`, cost `$4`, last seq `$5`.
+pub(crate) const UPDATE_STABLE_WINDOW: &str = "UPDATE stable_windows SET start_seq = $3, \
+     cost = $4, last_seq = $5 WHERE conversation_id = $1 AND policy_key = $2";
+
+/// Saves a caught-up stable window's state (parameters as [`UPDATE_STABLE_WINDOW`]) unless a
+/// newer one is stored.
+pub(crate) const SAVE_STABLE_WINDOW: &str = "INSERT INTO stable_windows (conversation_id, \
+     policy_key, start_seq, cost, last_seq) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (conversation_id, policy_key) DO UPDATE SET start_seq = excluded.start_seq, \
+     cost = excluded.cost, last_seq = excluded.last_seq \
+     WHERE stable_windows.last_seq < excluded.last_seq";
+
+/// The stable state of conversation `$1` under key `$2`: start, cost, last seq.
+pub(crate) const STABLE_WINDOW: &str = "SELECT start_seq, cost, last_seq FROM stable_windows \
+     WHERE conversation_id = $1 AND policy_key = $2";
+
+/// The figures a stable window's catch-up reads (see `stable::fold_stable`): `seq`, the cost
+/// under the key, `flags`, for the non-system messages of conversation `$1` with
+/// `$2 <= seq <= $3`.
+pub(crate) fn stable_rows_sql(key: &StableKey) -> String {
+    format!(
+        "SELECT seq, {}, flags FROM messages WHERE conversation_id = $1 \
+         AND seq >= $2 AND seq <= $3 AND role <> 'system' ORDER BY seq",
+        key.cost_sql()
+    )
+}
+
+/// Every system message of conversation `$1`, oldest first: seq, content.
+pub(crate) const SYSTEM_MESSAGES: &str = "SELECT seq, content FROM messages \
+     WHERE conversation_id = $1 AND role = 'system' ORDER BY seq";
+
+/// `INSERT` of a task: `$1` id, `$2` tenant, `$3` priority, `$4` description, `$5` spec, `$6`
+/// the time.
+pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks (id, tenant, priority, description, \
+     spec, created_at) VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// Task `$1` of tenant `$2`: id, spec, created at.
+pub(crate) const GET_TASK: &str =
+    "SELECT id, spec, created_at FROM tasks WHERE id = $1 AND tenant = $2";
+
+/// `INSERT` of an API key: `$1` id, `$2` tenant, `$3` hash, `$4` label, `$5` the time.
+pub(crate) const INSERT_API_KEY: &str = "INSERT INTO api_keys (id, tenant, key_sha256, label, \
+     created_at) VALUES ($1, $2, $3, $4, $5)";
+
+/// The tenant of the live (not revoked) key whose SHA-256 is `$1`.
+pub(crate) const API_KEY_TENANT: &str =
+    "SELECT tenant FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL";
+
+/// Keys of tenant `$1` (all when NULL), oldest first: id, tenant, label, created, revoked.
+pub(crate) const LIST_API_KEYS: &str = "SELECT id, tenant, label, created_at, revoked_at \
+     FROM api_keys WHERE $1 IS NULL OR tenant = $1 ORDER BY created_at, id";
+
+/// Revokes key `$2` at time `$1` unless revoked already.
+pub(crate) const REVOKE_API_KEY: &str =
+    "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_numbers_every_parameter_in_order() {
+        let sql = insert_messages_sql(2);
+        assert!(sql.ends_with("VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17), ($18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34)"), "{sql}");
+        assert_eq!(
+            stored_ids_sql(2),
+            "SELECT client_id, seq, role, content, metadata FROM messages \
+             WHERE conversation_id = $1 AND client_id IN ($2, $3)"
+        );
+    }
+}
