@@ -77,3 +77,46 @@ fn the_stats_example_is_the_max_turns_1_selection() {
     );
     assert_eq!(example("stats"), format!("{stats}\n"));
 }
+
+/// The stable-window example of FORMATS.md §4.6: 7-token messages (`chars4`), a budget of 60
+/// tokens, low water 0.6.
+#[test]
+fn the_stable_window_example_holds() {
+    let first_kept = |n: usize, trim: &str| -> String {
+        let lines: Vec<String> = (1..=n)
+            .map(|i| {
+                let (role, text) = if i % 2 == 1 {
+                    ("user", format!("Question {}?", i.div_ceil(2)))
+                } else {
+                    ("assistant", format!("Answer {}.", i / 2))
+                };
+                serde_json::json!({"role": role, "content": text}).to_string()
+            })
+            .collect();
+        let conv = parse_conversation(&lines.join("\n"), &ParseOptions::strict())
+            .expect("JSON Lines parse");
+        let req = ContextRequest {
+            overrides: PolicyOverrides {
+                max_tokens: Some(60),
+                tokenizer: Some(recall_core::Tokenizer::Chars4),
+                trim: Some(trim.parse().expect("trim mode")),
+                ..PolicyOverrides::default()
+            },
+            ..ContextRequest::new(Format::Transcript)
+        };
+        let out = build_context(&conv, &req).expect("renders");
+        assert!(out.kept.iter().all(|k| k.measure.tokens == 7));
+        let first = out.kept.first().expect("something is kept");
+        recall_core::extract::transcript_text(&first.message).expect("has text")
+    };
+    for (n, stable, sliding) in [
+        (8, "Question 1?", "Question 1?"),
+        (9, "Question 3?", "Question 2?"),
+        (11, "Question 3?", "Question 3?"),
+        (12, "Question 3?", "Question 3?"),
+        (13, "Question 5?", "Question 4?"),
+    ] {
+        assert_eq!(first_kept(n, "stable"), stable, "stable, {n} messages");
+        assert_eq!(first_kept(n, "sliding"), sliding, "sliding, {n} messages");
+    }
+}
