@@ -71,7 +71,7 @@ fn the_stats_example_is_the_max_turns_1_selection() {
     let (_, stats) = printed(
         Format::Transcript,
         PolicyOverrides {
-            max_turns: Some(1),
+            max_turns: Some(1.into()),
             ..PolicyOverrides::default()
         },
     );
@@ -97,7 +97,7 @@ fn the_stable_window_example_holds() {
             .expect("JSON Lines parse");
         let req = ContextRequest {
             overrides: PolicyOverrides {
-                max_tokens: Some(60),
+                max_tokens: Some(60.into()),
                 tokenizer: Some(recall_core::Tokenizer::Chars4),
                 trim: Some(trim.parse().expect("trim mode")),
                 ..PolicyOverrides::default()
