@@ -368,7 +368,8 @@ impl PolicyOverrides {
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "utoipa", schema(as = Policy))]
-#[serde(deny_unknown_fields)]
+// No `deny_unknown_fields` here: the flattened `PolicyOverrides` is given every field this
+// struct does not claim, and refuses the ones that are not policy fields.
 pub struct ConversationPolicy {
     /// The format used when a request names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -408,7 +408,7 @@ fn xml_without_a_current_message_is_rejected() {
         let err = build_context(&conv, &ContextRequest::new(Format::Xml)).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "xml needs a current message: end the input with a user message or pass --current"
+            "xml needs a current message: end the history with a user message or give `current`"
         );
     }
 }

@@ -140,7 +140,9 @@ pub struct TaskView {
 
 /// Arguments of `get_context`: the same limits as `recall context`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// No `deny_unknown_fields` here: the flattened `PolicyOverrides` is given every field this
+// struct does not claim, and refuses the ones that are not policy fields.
+#[schemars(deny_unknown_fields)]
 pub struct GetContextArgs {
     pub conversation_id: String,
     /// Output format. Default: the conversation's own, else `transcript`.

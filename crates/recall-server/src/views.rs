@@ -289,7 +289,8 @@ pub struct Cleared {
 /// current message, escaping, and limits over the format's and the conversation's defaults.
 /// Counts accept integral floats (`8000.0`): JSON does not tell them apart.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+// No `deny_unknown_fields` here: the flattened `PolicyOverrides` is given every field this
+// struct does not claim, and refuses the ones that are not policy fields.
 pub struct ContextBody {
     #[schema(example = "anthropic")]
     pub format: Option<Format>,
