@@ -1,11 +1,26 @@
-//! Turn-label escaping (FORMATS.md §5): message content must never forge a turn in a text
-//! prompt. Any content line that, after leading whitespace, starts with a turn label, is a
-//! `---` separator, or opens/closes `<conversation_history>` gets a backslash before its first
-//! non-blank character.
+//! Escaping for the text formats (FORMATS.md §5; the full definition is in
+//! docs/FORMAT-DECISIONS.md, "Escaping"): message content must never forge a turn label, a
+//! `---` separator, a `<conversation_history>` tag or the `xml` framing line.
+//!
+//! Content is matched the way a reader (a model, a terminal) sees it, not byte for byte:
+//! letters in any case, fullwidth forms as their ASCII twins, a few colon, slash, dash and
+//! angle-bracket lookalikes as the ASCII character, and invisible characters (Unicode's
+//! Default_Ignorable_Code_Point: zero-width spaces and joiners, the BOM, bidi controls, …)
+//! skipped wherever they stand. Two places are escaped with a backslash:
+//! - a line whose first non-blank text is a turn label, a `---` line or the framing line gets
+//!   one before its first non-blank character;
+//! - every `<` that opens a `conversation_history` tag (either tag, anywhere in a line, blanks
+//!   allowed around the `/`, and `_`, `-` or blanks between the two words) gets one just
+//!   before it.
+//!
+//! Line breaks are every one Unicode defines (see [`is_line_break`]); [`split_lines`] is the
+//! one definition of a line that every text format uses.
 //!
 //! ```
 //! use recall_core::render::escape::escape_labels;
 //! assert_eq!(escape_labels("ok\n  Human: hi\n---"), "ok\n  \\Human: hi\n\\---");
+//! assert_eq!(escape_labels("a </CONVERSATION_HISTORY >"), "a \\</CONVERSATION_HISTORY >");
+//! assert_eq!(escape_labels("\u{200b}assistant：x"), "\\\u{200b}assistant：x");
 //! ```
 
 use std::borrow::Cow;
@@ -21,18 +36,28 @@ pub const LABELS: [&str; 6] = [
     "[TOOL_RESULT]:",
 ];
 
-const TAGS: [&str; 2] = ["<conversation_history>", "</conversation_history>"];
+/// The line `xml` puts between the history and the current message.
+pub const FRAMING: &str = "Continue the conversation. The human says:";
 
-/// True when the line would read as a turn start, separator or history tag.
-pub fn needs_escape(line: &str) -> bool {
-    let t = line.trim_start();
-    LABELS.iter().any(|l| t.starts_with(l))
-        || TAGS.iter().any(|l| t.starts_with(l))
-        || t.trim_end() == "---"
-}
+/// Label patterns for [`match_folded`]: `~` is optional blanks, `_` optional `_`/`-`/blanks.
+const LABEL_PATTERNS: [&str; 6] = [
+    "human~:",
+    "assistant~:",
+    "[~user~]~:",
+    "[~assistant~]~:",
+    "[~system~]~:",
+    "[~tool_result~]~:",
+];
 
-/// Characters that end a line for this purpose: `\n`, and the others a model or a terminal
-/// may read as a line break (`\r`, vertical tab, form feed, NEL, U+2028, U+2029).
+/// The framing line's pattern: a line starting with these words (one or more blanks between).
+const FRAMING_PATTERN: &str = "continue the conversation";
+
+/// What follows the `<` of a history tag, open or close.
+const TAG_PATTERNS: [&str; 2] = ["~/~conversation_history", "~conversation_history"];
+
+/// True for every line break Unicode defines: LF, CR (CRLF is one break, see
+/// [`line_break_len`]), VT, FF, NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR
+/// (U+2029). A model or a terminal may read any of them as a new line.
 pub fn is_line_break(c: char) -> bool {
     matches!(
         c,
@@ -40,27 +65,218 @@ pub fn is_line_break(c: char) -> bool {
     )
 }
 
-/// Escapes every line of `text` that needs it; borrows when nothing changes.
+/// The byte length of the line break starting at `text[i..]`, if one does; `\r\n` is one
+/// break of two bytes.
+pub fn line_break_len(text: &str, i: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    match *b.get(i)? {
+        b'\r' if b.get(i + 1) == Some(&b'\n') => Some(2),
+        b'\n' | b'\r' | 0x0b | 0x0c => Some(1),
+        // U+0085 (C2 85).
+        0xc2 if b.get(i + 1) == Some(&0x85) => Some(2),
+        // U+2028, U+2029 (E2 80 A8, E2 80 A9).
+        0xe2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xa8 | 0xa9)) => Some(3),
+        _ => None,
+    }
+}
+
+/// Whitespace within a line.
+fn is_blank(c: char) -> bool {
+    c.is_whitespace() && !is_line_break(c)
+}
+
+/// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters a reader
+/// does not see, such as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER, U+FEFF (the BOM), soft
+/// hyphens, bidi controls and variation selectors. Matching skips them wherever they stand.
+pub fn is_ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fff8}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
+    )
+}
+
+/// The character a reader takes `c` for when matching: ASCII lower case; fullwidth forms
+/// (U+FF01–U+FF5E) as their ASCII twins; colon, slash, dash and `<` lookalikes as the ASCII
+/// character. Everything else is itself.
+pub fn fold(c: char) -> char {
+    let c = match c {
+        '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+        '\u{fe13}' | '\u{fe55}' | '\u{2236}' | '\u{a789}' => ':',
+        '\u{2044}' | '\u{2215}' => '/',
+        '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{fe58}' | '\u{fe63}' => '-',
+        '\u{2039}' | '\u{2329}' | '\u{27e8}' | '\u{3008}' | '\u{fe64}' => '<',
+        _ => c,
+    };
+    c.to_ascii_lowercase()
+}
+
+/// Matches `pat` at the start of `s` as a reader sees it, returning the bytes consumed.
+/// Pattern bytes: `' '` one or more blanks, `'~'` any blanks, `'_'` any run of `_`, `-` and
+/// blanks; any other byte a character whose [`fold`] equals it. Ignorable characters are
+/// skipped everywhere.
+fn match_folded(s: &str, pat: &str) -> Option<usize> {
+    let mut it = s.char_indices().peekable();
+    for p in pat.bytes() {
+        match p {
+            b' ' | b'~' | b'_' => {
+                let mut n = 0;
+                while let Some(&(_, c)) = it.peek() {
+                    if is_blank(c) || (p == b'_' && matches!(fold(c), '_' | '-')) {
+                        n += 1;
+                    } else if !is_ignorable(c) {
+                        break;
+                    }
+                    it.next();
+                }
+                if p == b' ' && n == 0 {
+                    return None;
+                }
+            }
+            lit => loop {
+                match it.next() {
+                    Some((_, c)) if is_ignorable(c) => {}
+                    Some((_, c)) if fold(c) == char::from(lit) => break,
+                    _ => return None,
+                }
+            },
+        }
+    }
+    Some(it.peek().map_or(s.len(), |&(i, _)| i))
+}
+
+/// True when `s` starts with a `conversation_history` tag's `<` (open or close, see the
+/// module docs).
+pub fn starts_with_tag(s: &str) -> bool {
+    let mut chars = s.chars();
+    if chars.next().map(fold) != Some('<') {
+        return false;
+    }
+    let rest = chars.as_str();
+    TAG_PATTERNS.iter().any(|p| match_folded(rest, p).is_some())
+}
+
+/// True when a line, given from its first non-blank character (the rest of the text may
+/// follow its line break), starts with a turn label, the framing line or is a `---` line.
+fn starts_escaped_line(t: &str) -> bool {
+    // Blanks after an invisible character are still leading blanks to a reader.
+    let t = t.trim_start_matches(|c: char| is_blank(c) || is_ignorable(c));
+    // Cheap first-character test: every pattern starts with one of these once folded.
+    let first = t.chars().next().map(fold);
+    match first {
+        Some('h' | 'a' | '[') => LABEL_PATTERNS.iter().any(|p| match_folded(t, p).is_some()),
+        Some('c') => match_folded(t, FRAMING_PATTERN).is_some(),
+        Some('-') => match_folded(t, "---").is_some_and(|n| {
+            t[n..]
+                .chars()
+                .take_while(|&c| !is_line_break(c))
+                .all(|c| is_blank(c) || is_ignorable(c))
+        }),
+        _ => false,
+    }
+}
+
+/// True when the line would read as a turn start, separator, framing line, or holds a
+/// history tag (the line-by-line form of [`escape_labels`]'s rule).
+pub fn needs_escape(line: &str) -> bool {
+    starts_escaped_line(line.trim_start_matches(is_blank))
+        || line
+            .char_indices()
+            .any(|(i, _)| starts_with_tag(&line[i..]))
+}
+
+/// Printable ASCII other than `<` (never a line break nor a tag start).
+fn plain(c: u8) -> bool {
+    (0x0e..0x80).contains(&c) && c != b'<'
+}
+
+/// The next position at or after `from` that is a line break or a character folding to `<`,
+/// with the line break's length (`None` for a `<`).
+fn next_event(text: &str, from: usize) -> Option<(usize, Option<usize>)> {
+    const CHUNK: usize = 16;
+    let b = text.as_bytes();
+    let mut i = from;
+    while i < b.len() {
+        // Skip plain ASCII a chunk at a time (the branch-free fold vectorises).
+        if let Some(chunk) = b
+            .get(i..i + CHUNK)
+            .and_then(|c| <&[u8; CHUNK]>::try_from(c).ok())
+        {
+            if chunk.iter().fold(true, |p, &c| p & plain(c)) {
+                i += CHUNK;
+                continue;
+            }
+        }
+        let end = (i + CHUNK).min(b.len());
+        while i < end {
+            if plain(b[i]) {
+                i += 1;
+                continue;
+            }
+            if let Some(n) = line_break_len(text, i) {
+                return Some((i, Some(n)));
+            }
+            // `i` is a character boundary: plain bytes and whole characters are stepped over.
+            let c = text[i..].chars().next()?;
+            if fold(c) == '<' {
+                return Some((i, None));
+            }
+            i += c.len_utf8();
+        }
+    }
+    None
+}
+
+/// Escapes `text` (see the module docs); borrows when nothing changes.
 ///
-/// One pass over the bytes: line starts are found by byte (every line break is one ASCII
-/// byte or a fixed UTF-8 sequence), and only the start of each line is examined.
+/// One pass: only line starts and characters folding to `<` are examined; plain ASCII is
+/// skipped in chunks.
 pub fn escape_labels(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0;
+    let mut insert = |at: usize, out: &mut Option<String>| {
+        let buf = out.get_or_insert_with(|| String::with_capacity(text.len() + 8));
+        buf.push_str(&text[copied..at]);
+        buf.push('\\');
+        copied = at;
+    };
     let mut s = 0;
+    let mut line_start = true;
     loop {
-        let rest = &text[s..];
-        // The line's leading blanks: whitespace up to the first non-blank or line break.
-        let t = rest.trim_start_matches(|c: char| c.is_whitespace() && !is_line_break(c));
-        if starts_escaped_line(t) {
-            let at = s + (rest.len() - t.len());
-            let buf = out.get_or_insert_with(|| String::with_capacity(text.len() + 8));
-            buf.push_str(&text[copied..at]);
-            buf.push('\\');
-            copied = at;
+        if line_start {
+            let rest = &text[s..];
+            let t = rest.trim_start_matches(is_blank);
+            if starts_escaped_line(t) {
+                insert(s + (rest.len() - t.len()), &mut out);
+            }
         }
-        match next_line_start(text, s) {
-            Some(next) => s = next,
+        match next_event(text, s) {
+            Some((i, Some(n))) => {
+                s = i + n;
+                line_start = true;
+            }
+            Some((i, None)) => {
+                if starts_with_tag(&text[i..]) {
+                    insert(i, &mut out);
+                }
+                s = i + text[i..].chars().next().map_or(1, char::len_utf8);
+                line_start = false;
+            }
             None => break,
         }
     }
@@ -73,63 +289,58 @@ pub fn escape_labels(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// [`needs_escape`] for a line given from its first non-blank character to the end of the
-/// text (the line break and later lines included).
-fn starts_escaped_line(t: &str) -> bool {
-    LABELS.iter().any(|l| t.starts_with(l))
-        || TAGS.iter().any(|l| t.starts_with(l))
-        || t.strip_prefix("---").is_some_and(|r| {
-            r.chars()
-                .take_while(|&c| !is_line_break(c))
-                .all(char::is_whitespace)
-        })
-}
-
-/// The position just after the first line break at or after `from`, if any.
-fn next_line_start(text: &str, from: usize) -> Option<usize> {
-    const CHUNK: usize = 16;
-    let b = text.as_bytes();
-    let mut i = from;
-    while i < b.len() {
-        // Printable ASCII never starts a line break: skip such runs a chunk at a time (the
-        // branch-free fold vectorises).
-        if let Some(chunk) = b
-            .get(i..i + CHUNK)
-            .and_then(|c| <&[u8; CHUNK]>::try_from(c).ok())
-        {
-            if chunk
-                .iter()
-                .fold(true, |plain, &c| plain & (0x0e..0x80).contains(&c))
-            {
-                i += CHUNK;
-                continue;
-            }
-        }
-        let end = (i + CHUNK).min(b.len());
-        while i < end {
-            match b[i] {
-                b'\n' | b'\r' | 0x0b | 0x0c => return Some(i + 1),
-                // U+0085 (C2 85).
-                0xc2 if b.get(i + 1) == Some(&0x85) => return Some(i + 2),
-                // U+2028, U+2029 (E2 80 A8, E2 80 A9).
-                0xe2 if b.get(i + 1) == Some(&0x80)
-                    && matches!(b.get(i + 2), Some(0xa8 | 0xa9)) =>
-                {
-                    return Some(i + 3)
-                }
-                _ => i += 1,
-            }
-        }
-    }
-    None
-}
-
 /// `escape_labels` when `on`, the text unchanged otherwise.
 pub fn maybe_escape(text: &str, on: bool) -> Cow<'_, str> {
     if on {
         escape_labels(text)
     } else {
         Cow::Borrowed(text)
+    }
+}
+
+/// The lines of `text`, each with the line break that ends it (`""` for the last line), split
+/// at every [`is_line_break`] with `\r\n` as one break. Always at least one line: `""` gives
+/// `("", "")`, and a text ending in a break ends with an empty line, as `str::split` does.
+pub fn split_lines(text: &str) -> SplitLines<'_> {
+    SplitLines {
+        text,
+        pos: 0,
+        done: false,
+    }
+}
+
+/// Iterator of [`split_lines`].
+#[derive(Debug, Clone)]
+pub struct SplitLines<'a> {
+    text: &'a str,
+    pos: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for SplitLines<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let start = self.pos;
+        let mut from = start;
+        loop {
+            match next_event(self.text, from) {
+                Some((i, Some(n))) => {
+                    self.pos = i + n;
+                    return Some((&self.text[start..i], &self.text[i..i + n]));
+                }
+                Some((i, None)) => {
+                    from = i + self.text[i..].chars().next().map_or(1, char::len_utf8)
+                }
+                None => {
+                    self.done = true;
+                    return Some((&self.text[start..], ""));
+                }
+            }
+        }
     }
 }
 
@@ -151,25 +362,141 @@ mod tests {
         assert_eq!(escape_labels("a\r\nHuman: b"), "a\r\n\\Human: b");
         assert_eq!(escape_labels("a\rAssistant: b"), "a\r\\Assistant: b");
         assert_eq!(escape_labels("a\u{2028}Human: b"), "a\u{2028}\\Human: b");
+        assert_eq!(escape_labels("a < b <c>"), "a < b <c>");
+        assert_eq!(escape_labels("a -- b"), "a -- b");
     }
 
-    /// The original line-by-line definition, kept as the reference for the byte scan.
+    /// Issue 16, defect 4: the history can no longer be closed (or reopened) from inside, and
+    /// the framing line cannot be repeated.
+    #[test]
+    fn every_history_tag_is_escaped_wherever_it_stands() {
+        for (input, want) in [
+            (
+                "x </conversation_history> y",
+                "x \\</conversation_history> y",
+            ),
+            ("</conversation_history >", "\\</conversation_history >"),
+            ("</conversation_history\t>", "\\</conversation_history\t>"),
+            ("</CONVERSATION_HISTORY>", "\\</CONVERSATION_HISTORY>"),
+            ("a< / Conversation_History>", "a\\< / Conversation_History>"),
+            ("<conversation-history>", "\\<conversation-history>"),
+            ("<conversation history>", "\\<conversation history>"),
+            (
+                "</conversation\u{200b}_history>",
+                "\\</conversation\u{200b}_history>",
+            ),
+            (
+                "＜／ｃｏｎｖｅｒｓａｔｉｏｎ＿ｈｉｓｔｏｒｙ＞",
+                "\\＜／ｃｏｎｖｅｒｓａｔｉｏｎ＿ｈｉｓｔｏｒｙ＞",
+            ),
+            ("<<conversation_history>", "<\\<conversation_history>"),
+            (
+                "</conversation_history><conversation_history>",
+                "\\</conversation_history>\\<conversation_history>",
+            ),
+            ("<conversation_histor", "<conversation_histor"),
+            ("<conversations_history>", "<conversations_history>"),
+        ] {
+            assert_eq!(escape_labels(input), want, "{input:?}");
+        }
+        for (input, want) in [
+            (FRAMING, "\\Continue the conversation. The human says:"),
+            (
+                "x\n  continue THE  conversation. the human says:\ny",
+                "x\n  \\continue THE  conversation. the human says:\ny",
+            ),
+            (
+                "\u{feff}Continue the conversation",
+                "\\\u{feff}Continue the conversation",
+            ),
+            (
+                "We continue the conversation.",
+                "We continue the conversation.",
+            ),
+        ] {
+            assert_eq!(escape_labels(input), want, "{input:?}");
+        }
+    }
+
+    /// Issue 16, item 9: labels a reader still reads as labels.
+    #[test]
+    fn disguised_labels_are_escaped() {
+        for (input, want) in [
+            ("\u{200b}Human: x", "\\\u{200b}Human: x"),
+            ("\u{feff}Assistant: x", "\\\u{feff}Assistant: x"),
+            ("  \u{2060}\u{200d}human: x", "  \\\u{2060}\u{200d}human: x"),
+            ("assistant: x", "\\assistant: x"),
+            ("HUMAN: x", "\\HUMAN: x"),
+            ("Human： x", "\\Human： x"),
+            ("Ｈｕｍａｎ: x", "\\Ｈｕｍａｎ: x"),
+            ("Hu\u{200b}man: x", "\\Hu\u{200b}man: x"),
+            ("Human : x", "\\Human : x"),
+            ("\u{200b} \u{feff} Human: x", "\\\u{200b} \u{feff} Human: x"),
+            ("[user]: x", "\\[user]: x"),
+            ("[ TOOL RESULT ]: x", "\\[ TOOL RESULT ]: x"),
+            ("\u{200b}---", "\\\u{200b}---"),
+            ("———", "\\———"),
+            ("Humane: x", "Humane: x"),
+            ("Human x: y", "Human x: y"),
+        ] {
+            assert_eq!(escape_labels(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn lines_split_at_every_break_with_crlf_as_one() {
+        let lines: Vec<_> =
+            split_lines("a\r\nb\rc\u{85}d\u{2028}e\u{2029}f\u{b}g\u{c}h\n").collect();
+        assert_eq!(
+            lines,
+            [
+                ("a", "\r\n"),
+                ("b", "\r"),
+                ("c", "\u{85}"),
+                ("d", "\u{2028}"),
+                ("e", "\u{2029}"),
+                ("f", "\u{b}"),
+                ("g", "\u{c}"),
+                ("h", "\n"),
+                ("", "")
+            ]
+        );
+        assert_eq!(split_lines("").collect::<Vec<_>>(), [("", "")]);
+        assert_eq!(
+            split_lines("x<y\r\r\n").collect::<Vec<_>>(),
+            [("x<y", "\r"), ("", "\r\n"), ("", "")]
+        );
+    }
+
+    /// A line-by-line definition, kept as the reference for the one-pass scan: each line
+    /// (split char by char) that needs it gets a backslash at its first non-blank
+    /// character, and each tag `<` gets one.
     fn reference(text: &str) -> String {
         let starts = std::iter::once(0).chain(
             text.char_indices()
                 .filter(|&(_, c)| is_line_break(c))
                 .map(|(i, c)| i + c.len_utf8()),
         );
-        let mut out = String::new();
-        let mut copied = 0;
+        let mut at: Vec<usize> = Vec::new();
         for s in starts {
             let line = text[s..].split(is_line_break).next().unwrap_or("");
-            if needs_escape(line) {
-                let at = s + line.len() - line.trim_start().len();
-                out.push_str(&text[copied..at]);
-                out.push('\\');
-                copied = at;
+            let t = line.trim_start_matches(is_blank);
+            if starts_escaped_line(t) {
+                at.push(s + line.len() - t.len());
             }
+        }
+        at.extend(
+            text.char_indices()
+                .filter(|&(i, _)| starts_with_tag(&text[i..]))
+                .map(|(i, _)| i),
+        );
+        at.sort_unstable();
+        let mut out = String::new();
+        let mut copied = 0;
+        for a in at {
+            out.push_str(&text[copied..a]);
+            out.push('\\');
+            copied = a;
         }
         out.push_str(&text[copied..]);
         out
@@ -177,19 +504,24 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn byte_scan_matches_line_definition(
+        fn one_pass_scan_matches_line_definition(
             parts in proptest::collection::vec(
                 proptest::sample::select(vec![
                     "Human:", "Assistant:", "[USER]:", "[TOOL_RESULT]:", "<conversation_history>",
                     "</conversation_history>", "---", "--", "-", " ", "\t", "\u{a0}", "\u{3000}",
                     "\n", "\r", "\r\n", "\u{0b}", "\u{0c}", "\u{85}", "\u{2028}", "\u{2029}",
-                    "\u{2027}", "\u{c2}", "\u{e2}", "x", "Hum", "an:", "é", "😀",
+                    "\u{2027}", "\u{c2}", "\u{e2}", "x", "Hum", "an:", "é", "😀", "<", "＜", "/",
+                    "conversation", "_history", "HISTORY", "\u{200b}", "\u{feff}", "：", "human",
+                    "Continue the conversation", "continue", " the ", "0123456789abcdef",
                 ]),
                 0..24,
             )
         ) {
             let text: String = parts.concat();
-            proptest::prop_assert_eq!(escape_labels(&text).into_owned(), reference(&text));
+            let escaped = escape_labels(&text).into_owned();
+            proptest::prop_assert_eq!(&escaped, &reference(&text));
+            let joined: String = split_lines(&text).map(|(l, b)| format!("{l}{b}")).collect();
+            proptest::prop_assert_eq!(joined, text);
         }
     }
 }

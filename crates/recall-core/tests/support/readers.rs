@@ -1,0 +1,546 @@
+//! Readers for the four text formats: each reads a rendered prompt the way a model would and
+//! returns the turns it finds, or says what in the prompt is not the format's structure.
+//! Oracles next to them give the turns the renderer must produce for a kept history.
+//!
+//! Shared by `tests/properties.rs` (property g) and the `escape_*` fuzz targets, which include
+//! this file by path; it depends on nothing but `recall_core`.
+//!
+//! The readers are written apart from the escaper: their own line splitting and their own
+//! label, separator, tag and framing recognition over a normalised line. They share with the
+//! escaper only the character-level definitions of docs/FORMAT-DECISIONS.md ("Escaping"):
+//! which characters are invisible ([`is_ignorable`]) and which a reader takes for another
+//! ([`fold`]). What they read as structure:
+//! - a **label line**: after blanks and invisible characters, one of the six labels in any
+//!   case, fullwidth or with a lookalike colon, blanks allowed before the colon and inside
+//!   the brackets, `_`/`-`/blanks (or nothing) between `TOOL` and `RESULT`;
+//! - a **separator**: a line that is `---` and blanks;
+//! - a **history tag**: a `<` (or lookalike) not directly after a backslash, then blanks, an
+//!   optional `/`, blanks, `conversation`, any run of `_`, `-` and blanks, `history`;
+//! - the **framing line**: a line starting with `continue the conversation` (any blanks
+//!   between the words).
+//!
+//! A line is split at LF, CR, CRLF (one break), VT, FF, NEL, U+2028 and U+2029.
+
+#![allow(dead_code)]
+
+use recall_core::extract::task_text;
+use recall_core::message::{Block, Content, Message, Role};
+use recall_core::render::escape::{fold, is_ignorable};
+use recall_core::render::TASK_HEADER;
+use recall_core::select::Kept;
+
+/// Who a label says is speaking. `transcript` and `xml` use `Human`/`Assistant` (read as
+/// [`Speaker::User`]/[`Speaker::Assistant`]), `bracket` the bracketed labels and `task` its
+/// numbered headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speaker {
+    User,
+    Assistant,
+    System,
+    ToolResult,
+}
+
+impl From<Role> for Speaker {
+    fn from(r: Role) -> Self {
+        match r {
+            Role::User => Speaker::User,
+            Role::Assistant => Speaker::Assistant,
+            Role::System => Speaker::System,
+        }
+    }
+}
+
+/// Which family a label belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    /// `Human:` / `Assistant:`.
+    Plain,
+    /// `[USER]:` and the other bracketed labels.
+    Bracket,
+}
+
+fn is_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// The lines of `text` with their byte offsets; `\r\n` is one break.
+pub fn lines(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if is_break(c) {
+            out.push((start, &text[start..i]));
+            let mut end = i + c.len_utf8();
+            if c == '\r' {
+                if let Some(&(j, '\n')) = chars.peek() {
+                    chars.next();
+                    end = j + 1;
+                }
+            }
+            start = end;
+        }
+    }
+    out.push((start, &text[start..]));
+    out
+}
+
+/// A line as a reader sees it: invisible characters dropped, every character folded, runs of
+/// blanks as one space, leading blanks removed.
+fn norm(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut blank = false;
+    for c in line.chars().filter(|&c| !is_ignorable(c)) {
+        if c.is_whitespace() {
+            blank = true;
+            continue;
+        }
+        if blank && !out.is_empty() {
+            out.push(' ');
+        }
+        blank = false;
+        out.push(fold(c));
+    }
+    if blank && !out.is_empty() {
+        out.push(' ');
+    }
+    out
+}
+
+fn lit<'a>(s: &'a str, p: &str) -> Option<&'a str> {
+    s.strip_prefix(p)
+}
+
+fn opt_space(s: &str) -> &str {
+    s.strip_prefix(' ').unwrap_or(s)
+}
+
+/// The label a normalised line starts with.
+fn label(n: &str) -> Option<(Family, Speaker)> {
+    for (name, sp) in [("human", Speaker::User), ("assistant", Speaker::Assistant)] {
+        if let Some(r) = lit(n, name) {
+            if opt_space(r).starts_with(':') {
+                return Some((Family::Plain, sp));
+            }
+        }
+    }
+    let r = opt_space(lit(n, "[")?);
+    let (sp, r) = if let Some(r) = lit(r, "user") {
+        (Speaker::User, r)
+    } else if let Some(r) = lit(r, "assistant") {
+        (Speaker::Assistant, r)
+    } else if let Some(r) = lit(r, "system") {
+        (Speaker::System, r)
+    } else {
+        let r = lit(r, "tool")?;
+        let r = r.trim_start_matches(['_', '-', ' ']);
+        (Speaker::ToolResult, lit(r, "result")?)
+    };
+    let r = opt_space(lit(opt_space(r), "]")?);
+    r.starts_with(':').then_some((Family::Bracket, sp))
+}
+
+fn is_separator(n: &str) -> bool {
+    n.trim_end() == "---"
+}
+
+fn is_framing(n: &str) -> bool {
+    n.starts_with("continue the conversation")
+}
+
+/// Byte offsets of the history tags in `text` that are not escaped.
+pub fn tags(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut prev: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        if fold(c) == '<' && prev != Some('\\') {
+            let line = text[i + c.len_utf8()..]
+                .split(is_break)
+                .next()
+                .unwrap_or("");
+            let n = norm(line);
+            let r = opt_space(&n);
+            let r = opt_space(r.strip_prefix('/').unwrap_or(r));
+            if let Some(r) = r.strip_prefix("conversation") {
+                if r.trim_start_matches(['_', '-', ' ']).starts_with("history") {
+                    out.push(i);
+                }
+            }
+        }
+        prev = Some(c);
+    }
+    out
+}
+
+/// What may not appear unescaped outside a format's own structure.
+fn check_no_structure(what: &str, ls: &[(usize, &str)]) -> Result<(), String> {
+    for (i, l) in ls {
+        let n = norm(l);
+        if is_separator(&n) {
+            return Err(format!("{what}: a `---` line at byte {i}: {l:?}"));
+        }
+        if is_framing(&n) {
+            return Err(format!("{what}: a framing line at byte {i}: {l:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a `transcript` prompt: turns separated by `---` lines, each opening with its label.
+pub fn read_transcript(text: &str) -> Result<Vec<Speaker>, String> {
+    if let Some(t) = tags(text).first() {
+        return Err(format!("transcript: a history tag at byte {t}"));
+    }
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ls = lines(text);
+    let mut turns = Vec::new();
+    let mut in_turn = false;
+    for (i, l) in &ls {
+        let n = norm(l);
+        if is_framing(&n) {
+            return Err(format!("transcript: a framing line at byte {i}: {l:?}"));
+        }
+        if is_separator(&n) {
+            if !in_turn {
+                return Err(format!("transcript: `---` at byte {i} ends no turn"));
+            }
+            in_turn = false;
+            continue;
+        }
+        match label(&n) {
+            Some((Family::Plain, sp)) => {
+                if in_turn {
+                    return Err(format!(
+                        "transcript: a second label in one turn at byte {i}: {l:?}"
+                    ));
+                }
+                turns.push(sp);
+                in_turn = true;
+            }
+            Some((Family::Bracket, _)) => {
+                return Err(format!("transcript: a bracket label at byte {i}: {l:?}"))
+            }
+            None if !in_turn && !n.is_empty() => {
+                return Err(format!(
+                    "transcript: text outside a turn at byte {i}: {l:?}"
+                ))
+            }
+            None => {}
+        }
+    }
+    if !in_turn {
+        return Err("transcript: ends with a separator".into());
+    }
+    Ok(turns)
+}
+
+/// Reads a `bracket` prompt: parts, each opening with a bracketed label.
+pub fn read_bracket(text: &str) -> Result<Vec<Speaker>, String> {
+    if let Some(t) = tags(text).first() {
+        return Err(format!("bracket: a history tag at byte {t}"));
+    }
+    let ls = lines(text);
+    check_no_structure("bracket", &ls)?;
+    let mut parts = Vec::new();
+    for (i, l) in &ls {
+        let n = norm(l);
+        match label(&n) {
+            Some((Family::Bracket, sp)) => parts.push(sp),
+            Some((Family::Plain, _)) => {
+                return Err(format!(
+                    "bracket: a `Human:`/`Assistant:` label at byte {i}: {l:?}"
+                ))
+            }
+            None if parts.is_empty() && !n.is_empty() => {
+                return Err(format!(
+                    "bracket: text before the first part at byte {i}: {l:?}"
+                ))
+            }
+            None => {}
+        }
+    }
+    Ok(parts)
+}
+
+/// What an `xml` prompt holds: the history's turns and the current message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XmlRead<'a> {
+    pub turns: Vec<Speaker>,
+    pub current: &'a str,
+}
+
+/// Reads an `xml` prompt: either the current message alone, or the history between its two
+/// tags, a blank line, the framing line, and the current message.
+pub fn read_xml(text: &str) -> Result<XmlRead<'_>, String> {
+    const OPEN: &str = "<conversation_history>";
+    const CLOSE: &str = "</conversation_history>";
+    const FRAMING: &str = "Continue the conversation. The human says:";
+    let tags = tags(text);
+    let ls = lines(text);
+    let no_labels = |ls: &[(usize, &str)], what: &str| -> Result<(), String> {
+        for (i, l) in ls {
+            if label(&norm(l)).is_some() {
+                return Err(format!("xml: a label in the {what} at byte {i}: {l:?}"));
+            }
+        }
+        check_no_structure(&format!("xml {what}"), ls)
+    };
+    if tags.is_empty() {
+        no_labels(&ls, "current message")?;
+        return Ok(XmlRead {
+            turns: Vec::new(),
+            current: text,
+        });
+    }
+    if tags.len() != 2 {
+        return Err(format!(
+            "xml: {} history tags at bytes {tags:?}",
+            tags.len()
+        ));
+    }
+    if ls[0].1 != OPEN || tags[0] != 0 {
+        return Err(format!(
+            "xml: the first line is {:?}, not the open tag",
+            ls[0].1
+        ));
+    }
+    let close = ls
+        .iter()
+        .position(|&(o, _)| o == tags[1])
+        .filter(|&c| ls[c].1 == CLOSE)
+        .ok_or_else(|| {
+            format!(
+                "xml: the second tag at byte {} is not a close-tag line",
+                tags[1]
+            )
+        })?;
+    let mut turns = Vec::new();
+    for (i, l) in &ls[1..close] {
+        let n = norm(l);
+        if is_separator(&n) || is_framing(&n) {
+            return Err(format!(
+                "xml: structure inside the history at byte {i}: {l:?}"
+            ));
+        }
+        match label(&n) {
+            Some((Family::Plain, sp)) => turns.push(sp),
+            Some((Family::Bracket, _)) => {
+                return Err(format!("xml: a bracket label at byte {i}: {l:?}"))
+            }
+            None if turns.is_empty() => {
+                return Err(format!(
+                    "xml: history text before the first turn at byte {i}"
+                ))
+            }
+            None => {}
+        }
+    }
+    if turns.is_empty() {
+        return Err("xml: an empty history".into());
+    }
+    match ls.get(close + 1..close + 3) {
+        Some([(_, ""), (_, f)]) if *f == FRAMING => {}
+        _ => {
+            return Err(
+                "xml: the close tag is not followed by a blank line and the framing line".into(),
+            )
+        }
+    }
+    let Some(&(cur, _)) = ls.get(close + 3) else {
+        return Err("xml: the framing line ends the prompt without a line break".into());
+    };
+    no_labels(&ls[close + 3..], "current message")?;
+    Ok(XmlRead {
+        turns,
+        current: &text[cur..],
+    })
+}
+
+/// One item of a `task` history section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskItem {
+    pub speaker: Speaker,
+    pub truncated: bool,
+}
+
+/// Reads a `task` history section: the header line, then numbered items, each a header at
+/// column 0, content lines indented by three spaces and an empty line. Any other line at
+/// column 0 is not the format's.
+pub fn read_task(text: &str) -> Result<Vec<TaskItem>, String> {
+    let ls = lines(text);
+    if ls[0].1 != TASK_HEADER {
+        return Err(format!("task: the first line is {:?}", ls[0].1));
+    }
+    match ls.last() {
+        Some((_, "")) if ls.len() >= 2 => {}
+        _ => return Err("task: the section does not end with a line break".into()),
+    }
+    let body = &ls[1..ls.len() - 1];
+    let mut items = Vec::new();
+    let mut k = 0;
+    while k < body.len() {
+        let (at, h) = body[k];
+        let n = items.len() + 1;
+        let rest = h
+            .strip_prefix(&format!("{n}. "))
+            .ok_or_else(|| format!("task: line at byte {at} is not item {n}'s header: {h:?}"))?;
+        let (speaker, rest) = [
+            ("👤 USER", Speaker::User),
+            ("🤖 ASSISTANT", Speaker::Assistant),
+            ("⚙\u{fe0f} SYSTEM", Speaker::System),
+        ]
+        .into_iter()
+        .find_map(|(p, s)| rest.strip_prefix(p).map(|r| (s, r)))
+        .ok_or_else(|| format!("task: header at byte {at} has no known role: {h:?}"))?;
+        let truncated = match rest {
+            ":" => false,
+            " [TRUNCATED]:" => true,
+            _ => return Err(format!("task: header at byte {at} ends oddly: {h:?}")),
+        };
+        k += 1;
+        let first = k;
+        while k < body.len() && body[k].1.starts_with("   ") {
+            k += 1;
+        }
+        if k == first {
+            return Err(format!("task: item {n} has no content"));
+        }
+        match body.get(k) {
+            Some((_, "")) => k += 1,
+            Some((o, l)) => return Err(format!("task: a line at column 0 at byte {o}: {l:?}")),
+            None => return Err(format!("task: item {n} does not end with an empty line")),
+        }
+        items.push(TaskItem { speaker, truncated });
+    }
+    Ok(items)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Oracles: the turns each format must render for a kept history (FORMATS.md §2, §4)
+// ---------------------------------------------------------------------------------------------
+
+fn blank(s: &str) -> bool {
+    s.trim().is_empty()
+}
+
+/// Text of its own: non-blank text, a document or an image.
+fn own_text(m: &Message) -> bool {
+    match &m.content {
+        Content::Text(s) => !blank(s),
+        Content::Blocks(b) => b.iter().any(|b| match b {
+            Block::Text { text } => !blank(text),
+            Block::Document { .. } | Block::Image { .. } => true,
+            _ => false,
+        }),
+    }
+}
+
+fn holds_results(m: &Message) -> bool {
+    matches!(&m.content, Content::Blocks(b) if b.iter().any(|b| matches!(b, Block::ToolResult { .. })))
+}
+
+/// `transcript`: one turn per user or assistant message with text of its own.
+pub fn transcript_turns(kept: &[Kept]) -> Vec<Speaker> {
+    kept.iter()
+        .filter(|k| k.message.role != Role::System && own_text(&k.message))
+        .map(|k| k.message.role.into())
+        .collect()
+}
+
+/// `bracket`: a `[SYSTEM]` part per non-blank system part, then per message one part for
+/// non-blank string content, or one per non-blank text, tool_use, document and image block
+/// (the message's role) and per tool_result block (`[TOOL_RESULT]`).
+pub fn bracket_parts(system: &[String], kept: &[Kept]) -> Vec<Speaker> {
+    let mut out: Vec<Speaker> = system
+        .iter()
+        .filter(|s| !blank(s))
+        .map(|_| Speaker::System)
+        .collect();
+    for k in kept {
+        let role = k.message.role.into();
+        match &k.message.content {
+            Content::Text(s) => out.extend((!blank(s)).then_some(role)),
+            Content::Blocks(b) => out.extend(b.iter().filter_map(|b| match b {
+                Block::Text { text } => (!blank(text)).then_some(role),
+                Block::ToolUse { .. } | Block::Document { .. } | Block::Image { .. } => Some(role),
+                Block::ToolResult { .. } => Some(Speaker::ToolResult),
+                _ => None,
+            })),
+        }
+    }
+    out
+}
+
+/// `xml`: a `Human` line per user message with text of its own, an `Assistant` line per
+/// run of everything between them that yields any text (assistant text, tools, results,
+/// references, images; results held by a user turn go to the run before it).
+pub fn xml_turns(kept: &[Kept]) -> Vec<Speaker> {
+    let mut out = Vec::new();
+    let mut run: Option<bool> = None;
+    let close = |run: &mut Option<bool>, out: &mut Vec<Speaker>| {
+        if run.take() == Some(true) {
+            out.push(Speaker::Assistant);
+        }
+    };
+    for k in kept {
+        let m = &k.message;
+        if m.role == Role::System {
+            continue;
+        }
+        if m.role == Role::User && own_text(m) {
+            if holds_results(m) {
+                run = Some(true);
+            }
+            close(&mut run, &mut out);
+            out.push(Speaker::User);
+        } else {
+            let text = match &m.content {
+                Content::Text(s) => !blank(s),
+                Content::Blocks(b) => b.iter().any(|b| match b {
+                    Block::Text { text } => !blank(text),
+                    Block::ToolUse { .. }
+                    | Block::ToolResult { .. }
+                    | Block::Document { .. }
+                    | Block::Image { .. } => true,
+                    _ => false,
+                }),
+            };
+            run = Some(run.unwrap_or(false) || text);
+        }
+    }
+    close(&mut run, &mut out);
+    out
+}
+
+/// `task`: the system item when the joined system prompt has text, then each message whose
+/// `task` text is not empty, with its truncation flag.
+pub fn task_items(system: &[String], kept: &[Kept]) -> Vec<TaskItem> {
+    let mut out = Vec::new();
+    if !system.is_empty() && !blank(&system.join("\n")) {
+        out.push(TaskItem {
+            speaker: Speaker::System,
+            truncated: false,
+        });
+    }
+    out.extend(
+        kept.iter()
+            .filter(|k| !task_text(&k.message).is_empty())
+            .map(|k| TaskItem {
+                speaker: k.message.role.into(),
+                truncated: k.truncated,
+            }),
+    );
+    out
+}
+
+/// `a` and `b` equal once every backslash is removed (what escaping inserts).
+pub fn same_but_backslashes(a: &str, b: &str) -> bool {
+    a.chars()
+        .filter(|&c| c != '\\')
+        .eq(b.chars().filter(|&c| c != '\\'))
+}
