@@ -461,7 +461,7 @@ mod tests {
 
     /// `elapsed` is `expected`, give or take a loaded machine's timer slack.
     fn about(elapsed: Duration, expected: Duration) -> bool {
-        elapsed >= expected && elapsed < expected + Duration::from_millis(700)
+        (expected..expected + Duration::from_millis(700)).contains(&elapsed)
     }
 
     #[tokio::test]
