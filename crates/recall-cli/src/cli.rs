@@ -118,7 +118,8 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub db: Option<String>,
-    /// TOML config file: addr, db, [limits], [rate_limit], [[keys]] (see the README).
+    /// TOML config file: addr, db, [limits] (sizes, timeouts, connections), [rate_limit],
+    /// [[keys]] (see the README).
     #[arg(long, env = "RECALL_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// No authentication: every request acts as the default tenant. Loopback addresses only.
@@ -127,6 +128,22 @@ pub struct ServeArgs {
     /// Log format on stderr: text or json (filter with RUST_LOG, default info).
     #[arg(long, value_name = "F", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// Seconds a client may take to send a request's headers [default: the config file's
+    /// limits.header_timeout_secs, else 10].
+    #[arg(long, value_name = "SECS")]
+    pub header_timeout: Option<u64>,
+    /// Seconds a client may take to send a request's body [default: limits.body_timeout_secs,
+    /// else 30].
+    #[arg(long, value_name = "SECS")]
+    pub body_timeout: Option<u64>,
+    /// Seconds a connection may stay open with no request under way [default:
+    /// limits.idle_timeout_secs, else 60].
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<u64>,
+    /// Most connections open at once, WebSockets included [default: limits.max_connections,
+    /// else 1024].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]

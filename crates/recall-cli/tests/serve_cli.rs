@@ -300,6 +300,7 @@ fn sigterm_and_no_auth() {
         .block_on(
             reqwest::Client::new()
                 .post(format!("{}/v1/conversations", server.base))
+                .header("content-type", "application/json")
                 .body("{}")
                 .send(),
         )
@@ -323,6 +324,71 @@ fn sigterm_and_no_auth() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("loopback"));
+}
+
+/// The limits flags reach the server: `--idle-timeout` closes a connection that sends
+/// nothing, `--max-connections` refuses one connection too many, and values the server
+/// cannot run with are refused (exit 2) naming the flag.
+#[test]
+fn serve_flags_set_timeouts_and_the_connection_cap() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("recall.db").display().to_string();
+    for (flag, value) in [
+        ("--idle-timeout", "0"),
+        ("--header-timeout", "0"),
+        ("--body-timeout", "100000"),
+        ("--max-connections", "0"),
+    ] {
+        recall(&db)
+            .args(["serve", "--no-auth", "--addr", "127.0.0.1:0", flag, value])
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(flag));
+    }
+
+    let server = serve(
+        &db,
+        &["--no-auth", "--idle-timeout", "3", "--max-connections", "2"],
+    );
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let opened = Instant::now();
+    let mut idle = TcpStream::connect(&addr).unwrap();
+    let mut served = TcpStream::connect(&addr).unwrap();
+    served
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    let n = served.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    // Both places are taken: a third connection is not served.
+    let mut third = TcpStream::connect(&addr).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = third.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = third.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 503"),
+        "{answer}"
+    );
+    // The idle one is closed after about 3 s.
+    idle.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    match idle.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the idle connection was not closed: {other:?}"),
+    }
+    let took = opened.elapsed();
+    assert!(
+        (Duration::from_millis(2500)..Duration::from_secs(15)).contains(&took),
+        "an idle connection closed after {took:?} with --idle-timeout 3"
+    );
 }
 
 /// `kill -9` during appends: after a restart every acknowledged message is there exactly
@@ -500,6 +566,7 @@ async fn sigkill_mid_chat(db: &str) {
     let new_conversation = |base: String, client: reqwest::Client| async move {
         let res = client
             .post(format!("{base}/v1/conversations"))
+            .header("content-type", "application/json")
             .body("{}")
             .send()
             .await

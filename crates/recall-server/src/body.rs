@@ -51,6 +51,8 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
     Bytes::from_request(req, state).await.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(format!("request body is over the limit of {limit} bytes"))
+        } else if let Some(t) = crate::conn::body_timed_out(&e) {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", t.to_string())
         } else {
             ApiError::malformed(format!("cannot read the request body: {e}"))
         }

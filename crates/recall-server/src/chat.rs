@@ -7,7 +7,9 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
 
-use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{
+    close_code, CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade,
+};
 use axum::extract::{Extension, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -274,7 +276,39 @@ pub async fn chat_ws(
 ) -> Result<Response, ApiError> {
     // Refuse unknown (or another tenant's) conversations before upgrading.
     state.engine().get_conversation(&tenant, &id).await?;
-    Ok(ws.on_upgrade(move |socket| ws_session(socket, state, tenant, id)))
+    // A frame or message over the body limit is refused from its header, before its payload
+    // is read (the socket is then closed with 1009).
+    let limit = state.inner.config.limits.max_body_bytes;
+    Ok(ws
+        .max_frame_size(limit)
+        .max_message_size(limit)
+        .on_upgrade(move |socket| ws_session(socket, state, tenant, id)))
+}
+
+/// Ends a session whose read failed: a frame or message over the limit is told so with close
+/// code 1009 (message too big); other failures (a broken connection, a protocol error) just
+/// end it.
+async fn read_failed(socket: &mut WebSocket, error: axum::Error) {
+    let too_big = error
+        .into_inner()
+        .downcast::<tungstenite::Error>()
+        .ok()
+        .and_then(|e| match *e {
+            tungstenite::Error::Capacity(tungstenite::error::CapacityError::MessageTooLong {
+                size,
+                max_size,
+            }) => Some(format!(
+                "message of {size} bytes over the limit of {max_size}"
+            )),
+            _ => None,
+        });
+    if let Some(reason) = too_big {
+        let frame = CloseFrame {
+            code: close_code::SIZE,
+            reason: reason.into(),
+        };
+        let _ = socket.send(WsMessage::Close(Some(frame))).await;
+    }
 }
 
 /// A WebSocket request: `{"type": "user_message", "request_id": …}` and the fields of a
@@ -319,7 +353,11 @@ impl WsRequest {
 }
 
 async fn ws_session(mut socket: WebSocket, state: AppState, tenant: String, id: String) {
-    while let Some(Ok(msg)) = socket.recv().await {
+    while let Some(msg) = socket.recv().await {
+        let msg = match msg {
+            Ok(m) => m,
+            Err(e) => return read_failed(&mut socket, e).await,
+        };
         let text = match msg {
             WsMessage::Text(t) => t,
             WsMessage::Close(_) => break,
@@ -371,7 +409,8 @@ async fn ws_session(mut socket: WebSocket, state: AppState, tenant: String, id: 
                     r = turn.rx.recv() => match r { Some(r) => r, None => break },
                     incoming = socket.recv() => match incoming {
                         // A closed socket drops `turn`, which cancels it: the reply is partial.
-                        None | Some(Err(_)) | Some(Ok(WsMessage::Close(_))) => return,
+                        None | Some(Ok(WsMessage::Close(_))) => return,
+                        Some(Err(e)) => return read_failed(&mut socket, e).await,
                         Some(Ok(WsMessage::Text(_))) => {
                             let m = json!({"message": "a turn is running; wait for its done or error"});
                             if !send(&mut socket, "error", m, None).await {

@@ -9,6 +9,10 @@
 //! max_body_bytes = 4194304
 //! max_message_bytes = 1048576
 //! max_messages_per_request = 1000
+//! header_timeout_secs = 10   # to send a request's headers, from its first byte
+//! body_timeout_secs = 30     # to send a request's body, from the end of its headers
+//! idle_timeout_secs = 60     # a connection with no request under way
+//! max_connections = 1024     # open at once (WebSockets included); more are refused
 //!
 //! [rate_limit]          # per tenant; absent: no limit
 //! requests_per_second = 50.0
@@ -27,16 +31,29 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-/// Size limits of requests.
+/// Limits of requests and connections: sizes, the time a client may take, how many
+/// connections are served at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpLimits {
-    /// Largest request body in bytes.
+    /// Largest request body in bytes (also the largest WebSocket frame and message).
     pub max_body_bytes: usize,
     /// Largest message, as the bytes of its JSON content.
     pub max_message_bytes: usize,
     /// Most messages in one append request.
     pub max_messages_per_request: usize,
+    /// Seconds a client may take to send a request's headers, counted from their first
+    /// byte; a connection still sending them then is closed.
+    pub header_timeout_secs: u64,
+    /// Seconds a client may take to send a request's body, counted from the end of its
+    /// headers; a body still arriving then is answered 408 and the connection closed.
+    pub body_timeout_secs: u64,
+    /// Seconds a connection may stay open with no request under way (a new connection
+    /// that sends nothing, a kept-alive one between requests) before it is closed.
+    pub idle_timeout_secs: u64,
+    /// Most connections open at once, WebSockets included; a connection over the cap is
+    /// answered 503 and closed.
+    pub max_connections: usize,
 }
 
 impl Default for HttpLimits {
@@ -45,11 +62,61 @@ impl Default for HttpLimits {
             max_body_bytes: 4 << 20,
             max_message_bytes: 1 << 20,
             max_messages_per_request: 1000,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            idle_timeout_secs: 60,
+            max_connections: 1024,
         }
     }
 }
 
+/// Longest timeout accepted (a day): far past any use, and far from `Instant` overflow.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
+
 impl HttpLimits {
+    /// Checks what the types cannot: every limit above zero, timeouts at most a day.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        for (name, value) in [
+            ("max_body_bytes", self.max_body_bytes),
+            ("max_message_bytes", self.max_message_bytes),
+            ("max_messages_per_request", self.max_messages_per_request),
+            ("max_connections", self.max_connections),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Invalid(format!(
+                    "limits: {name} must be above zero"
+                )));
+            }
+        }
+        for (name, value) in [
+            ("header_timeout_secs", self.header_timeout_secs),
+            ("body_timeout_secs", self.body_timeout_secs),
+            ("idle_timeout_secs", self.idle_timeout_secs),
+        ] {
+            if value == 0 || value > MAX_TIMEOUT_SECS {
+                return Err(ConfigError::Invalid(format!(
+                    "limits: {name} must be 1 to {MAX_TIMEOUT_SECS} seconds, not {value}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::header_timeout_secs`] as a duration.
+    pub fn header_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.header_timeout_secs)
+    }
+
+    /// [`Self::body_timeout_secs`] as a duration.
+    pub fn body_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.body_timeout_secs)
+    }
+
+    /// [`Self::idle_timeout_secs`] as a duration.
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.idle_timeout_secs)
+    }
+
     /// The engine's limits matching these.
     pub fn engine_limits(&self) -> recall_engine::Limits {
         recall_engine::Limits {
@@ -122,10 +189,7 @@ impl FileConfig {
 
     /// Checks values a type cannot: limits above zero, each key given one way.
     pub fn check(&self) -> Result<(), ConfigError> {
-        let l = &self.limits;
-        if l.max_body_bytes == 0 || l.max_message_bytes == 0 || l.max_messages_per_request == 0 {
-            return Err(ConfigError::Invalid("limits must be above zero".into()));
-        }
+        self.limits.check()?;
         if let Some(r) = &self.rate_limit {
             if !(r.requests_per_second.is_finite() && r.requests_per_second > 0.0) || r.burst == 0 {
                 return Err(ConfigError::Invalid(
@@ -226,5 +290,44 @@ key = "rk_dev_only_plain_text_key"
         let short: FileConfig = toml::from_str("[[keys]]\ntenant='a'\nkey='short'").unwrap();
         assert!(short.check().is_err());
         assert!(toml::from_str::<FileConfig>("adr = 'x'").is_err());
+    }
+
+    #[test]
+    fn timeouts_and_the_connection_cap_are_read_and_checked() {
+        let cfg: FileConfig = toml::from_str(
+            "[limits]\nheader_timeout_secs = 2\nbody_timeout_secs = 3\nidle_timeout_secs = 4\n\
+             max_connections = 5",
+        )
+        .unwrap();
+        cfg.check().unwrap();
+        assert_eq!(
+            cfg.limits.header_timeout(),
+            std::time::Duration::from_secs(2)
+        );
+        assert_eq!(cfg.limits.body_timeout(), std::time::Duration::from_secs(3));
+        assert_eq!(cfg.limits.idle_timeout(), std::time::Duration::from_secs(4));
+        assert_eq!(cfg.limits.max_connections, 5);
+        let d = HttpLimits::default();
+        assert_eq!(
+            (
+                d.header_timeout_secs,
+                d.body_timeout_secs,
+                d.idle_timeout_secs
+            ),
+            (10, 30, 60)
+        );
+        assert_eq!(d.max_connections, 1024);
+        for bad in [
+            "header_timeout_secs = 0",
+            "body_timeout_secs = 0",
+            "idle_timeout_secs = 100000",
+            "max_connections = 0",
+            "max_body_bytes = 0",
+        ] {
+            let cfg: FileConfig = toml::from_str(&format!("[limits]\n{bad}")).unwrap();
+            let e = cfg.check().unwrap_err().to_string();
+            let name = bad.split(' ').next().unwrap();
+            assert!(e.contains(name), "{bad}: {e}");
+        }
     }
 }

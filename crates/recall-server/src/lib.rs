@@ -20,7 +20,9 @@ pub mod auth;
 pub mod body;
 pub mod chat;
 pub mod config;
+mod conn;
 pub mod error;
+pub mod guard;
 mod mcp;
 pub mod metrics;
 mod openapi;
@@ -101,6 +103,8 @@ impl AppState {
 pub enum ServerError {
     #[error("--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {0}")]
     NoAuthNotLoopback(SocketAddr),
+    #[error("{0}")]
+    Config(#[from] ConfigError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -110,7 +114,8 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
-/// The whole application: `/v1` and `/mcp` behind authentication, the operational routes open.
+/// The whole application: `/v1` and `/mcp` behind authentication, the operational routes open;
+/// with `--no-auth`, every route behind the Host and Origin checks of [`guard`].
 pub fn router(state: AppState) -> Router {
     let limit = state.inner.config.limits.max_body_bytes;
     let v1 = Router::new()
@@ -134,6 +139,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/conversations/{id}/chat", post(chat::chat_sse))
         .route("/v1/conversations/{id}/ws", get(chat::chat_ws))
         .route("/mcp", mcp::route(&state))
+        .route_layer(middleware::from_fn(guard::json_only))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::authenticate,
@@ -146,6 +152,10 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(ops::openapi))
         .fallback(ops::no_route)
         .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::same_origin,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state)
@@ -216,8 +226,9 @@ impl RunningServer {
     }
 }
 
-/// Binds `addr` and checks that `--no-auth` is only used on loopback.
+/// Binds `addr` after checking the limits and that `--no-auth` is only used on loopback.
 pub async fn bind(addr: SocketAddr, config: &ServerConfig) -> Result<TcpListener, ServerError> {
+    config.limits.check()?;
     if config.no_auth && !addr.ip().is_loopback() {
         return Err(ServerError::NoAuthNotLoopback(addr));
     }
@@ -236,14 +247,11 @@ pub async fn start(
     let listener = bind(addr, &config).await?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
+    let limits = config.limits;
     let app = router(AppState::new(engine, config));
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let task = tokio::spawn(conn::serve(listener, app, limits, async {
+        let _ = stopped.await;
+    }));
     Ok(RunningServer {
         addr,
         stop: Some(stop),
@@ -252,6 +260,8 @@ pub async fn start(
 }
 
 /// Serves on `listener` until `shutdown` completes, then lets requests in flight finish.
+/// Slow and idle connections are closed and the number of connections capped as
+/// [`HttpLimits`] says.
 pub async fn serve(
     listener: TcpListener,
     engine: Engine,
@@ -263,10 +273,10 @@ pub async fn serve(
             "authentication is OFF (--no-auth): every request acts as the default tenant"
         );
     }
+    config.limits.check()?;
+    let limits = config.limits;
     let app = router(AppState::new(engine, config));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    conn::serve(listener, app, limits, shutdown).await?;
     Ok(())
 }
 

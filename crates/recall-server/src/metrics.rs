@@ -76,9 +76,11 @@ impl Metrics {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// One finished request. `route` is the route's pattern, never the raw path, so that
-    /// ids do not make a new series each.
+    /// One finished request. `route` is the route's pattern (or `unmatched`), never the raw
+    /// path, so that ids do not make a new series each; a method outside the standard ones
+    /// is counted as `OTHER`, so that made-up methods cannot grow the exposition either.
     pub fn request(&self, method: &str, route: &str, status: u16, took: Duration) {
+        let method = method_label(method);
         let mut m = self.lock();
         *m.requests
             .entry((route.to_string(), method.to_string(), status))
@@ -154,6 +156,18 @@ impl Metrics {
     }
 }
 
+/// The HTTP methods of RFC 9110 and PATCH keep their name as a label; any other is `OTHER`.
+pub fn method_label(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == method)
+        .copied()
+        .unwrap_or("OTHER")
+}
+
 /// A label value as the text format wants it.
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
@@ -185,5 +199,25 @@ mod tests {
             "recall_http_request_duration_seconds_count{route=\"/v1/x\",method=\"GET\"} 3"
         ));
         assert_eq!(escape("a\"b\\"), "a\\\"b\\\\");
+    }
+
+    #[test]
+    fn made_up_methods_share_one_label() {
+        let m = Metrics::default();
+        for i in 0..100 {
+            m.request(&format!("BREW{i}"), "unmatched", 405, Duration::ZERO);
+        }
+        m.request("get", "unmatched", 404, Duration::ZERO);
+        m.request("PATCH", "/v1/x", 405, Duration::ZERO);
+        let text = m.render();
+        assert!(text.contains(
+            "recall_http_requests_total{route=\"unmatched\",method=\"OTHER\",status=\"405\"} 100"
+        ));
+        assert!(
+            text.contains("method=\"OTHER\",status=\"404\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("method=\"PATCH\""), "{text}");
+        assert!(!text.contains("BREW"), "{text}");
     }
 }

@@ -31,6 +31,23 @@ fn page_size(limit: Option<u32>, default: u32) -> Result<u32, ApiError> {
     }
 }
 
+/// `after` of the conversation list: a conversation id (the `next_cursor` of a page) as the
+/// server writes them, a UUID in lower-case hyphenated form. Anything else would page from
+/// an arbitrary point of the id order.
+fn check_cursor(after: &str) -> Result<(), ApiError> {
+    // `to_string` is the lower-case hyphenated form.
+    let canonical = uuid::Uuid::try_parse(after).is_ok_and(|u| u.to_string() == after);
+    if canonical {
+        return Ok(());
+    }
+    let shown: String = after.chars().take(64).collect();
+    Err(ApiError::invalid(format!(
+        "invalid query string: `after` must be a conversation id (the `next_cursor` of the \
+         previous page, like 0193f0c4-7b8e-7d2a-9c1e-5f6a7b8c9d0e), not '{}'",
+        shown.escape_debug()
+    )))
+}
+
 /// A body that may be empty or JSON `null` (then the defaults), else strict JSON.
 fn optional_json<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
@@ -75,6 +92,9 @@ pub async fn list_conversations(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<ConversationPage>, ApiError> {
     let limit = page_size(q.limit, 50)?;
+    if let Some(after) = q.after.as_deref() {
+        check_cursor(after)?;
+    }
     let mut list = state
         .engine()
         .list_conversations(&tenant, q.after.as_deref(), limit + 1)
@@ -309,6 +329,26 @@ impl IntoResponse for SizedJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursors_are_conversation_ids() {
+        let id = uuid::Uuid::now_v7().to_string();
+        assert!(check_cursor(&id).is_ok());
+        for bad in [
+            "abc".to_string(),
+            String::new(),
+            "0".to_string(),
+            id.to_uppercase(),
+            id.replace('-', ""),
+            format!("{{{id}}}"),
+            format!("urn:uuid:{id}"),
+            format!("{id} "),
+        ] {
+            let e = check_cursor(&bad).unwrap_err();
+            assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+            assert!(e.message.contains("`after`"), "{}", e.message);
+        }
+    }
     use recall_core::render::Prompt;
     use serde_json::json;
 

@@ -336,9 +336,19 @@ pub enum V1Errors {
     /// No API key, or one that is unknown or revoked.
     #[response(status = 401)]
     Unauthorized(ErrorBody),
+    /// `--no-auth` only: a Host that is not a loopback name, or an Origin other than the
+    /// server's own.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// The request body did not arrive within the body timeout.
+    #[response(status = 408)]
+    Timeout(ErrorBody),
     /// The body is over the size limit, or an append carries too many messages.
     #[response(status = 413)]
     TooLarge(ErrorBody),
+    /// A POST whose body is not declared `Content-Type: application/json`.
+    #[response(status = 415)]
+    UnsupportedMediaType(ErrorBody),
     /// Well-formed JSON that is not an acceptable request; a bad query string.
     #[response(status = 422)]
     Invalid(ErrorBody),

@@ -1052,8 +1052,17 @@ async fn no_auth_is_loopback_only() {
         .await
         .unwrap();
     let base = format!("http://{}", running.addr);
+    // A body not declared JSON is refused (a browser's cross-site form or text/plain POST).
     let res = reqwest::Client::new()
         .post(format!("{base}/v1/conversations"))
+        .body("{\"title\": \"mine\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let res = reqwest::Client::new()
+        .post(format!("{base}/v1/conversations"))
+        .header("content-type", "application/json")
         .body("{\"title\": \"mine\"}")
         .send()
         .await
@@ -1083,6 +1092,7 @@ async fn shutdown_lets_requests_in_flight_finish() {
         .client
         .post(format!("{}/v1/conversations/{id}/messages", s.base))
         .bearer_auth(&s.key_a)
+        .header("content-type", "application/json")
         .body(body)
         .send();
     let pending = tokio::spawn(req);

@@ -50,10 +50,32 @@ impl std::io::Write for LossyStderr {
 }
 
 pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let file = match &a.config {
+    let mut file = match &a.config {
         Some(path) => FileConfig::load(path).map_err(|e| bad_input(e.to_string()))?,
         None => FileConfig::default(),
     };
+    // Flags win over the file.
+    for (flag, secs) in [
+        ("--header-timeout", a.header_timeout),
+        ("--body-timeout", a.body_timeout),
+        ("--idle-timeout", a.idle_timeout),
+    ] {
+        let max = recall_server::config::MAX_TIMEOUT_SECS;
+        if let Some(s) = secs.filter(|s| !(1..=max).contains(s)) {
+            return Err(bad_input(format!(
+                "{flag} must be 1 to {max} seconds, not {s}"
+            )));
+        }
+    }
+    if a.max_connections == Some(0) {
+        return Err(bad_input("--max-connections must be at least 1"));
+    }
+    let l = &mut file.limits;
+    l.header_timeout_secs = a.header_timeout.unwrap_or(l.header_timeout_secs);
+    l.body_timeout_secs = a.body_timeout.unwrap_or(l.body_timeout_secs);
+    l.idle_timeout_secs = a.idle_timeout.unwrap_or(l.idle_timeout_secs);
+    l.max_connections = a.max_connections.unwrap_or(l.max_connections);
+    l.check().map_err(|e| bad_input(e.to_string()))?;
     let addr_text = a
         .addr
         .clone()

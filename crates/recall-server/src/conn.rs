@@ -1,0 +1,506 @@
+//! The connection loop: accepts connections up to a cap and serves each with hyper (HTTP/1.1,
+//! WebSocket upgrades), shedding clients too slow to be worth a connection.
+//!
+//! Each connection is in one of three phases, watched by its own task:
+//! - **idle** — no request under way (just accepted, or between kept-alive requests): closed
+//!   after `idle_timeout`;
+//! - **head** — the first bytes of a request arrived, its headers are not complete: closed
+//!   `header_timeout` after that first byte (a client sending a header byte now and then);
+//! - **busy** — a request is being answered (until its response body is sent, streams
+//!   included): never closed by the clock. Its body must arrive within `body_timeout` of the
+//!   end of its headers, else reading it fails and the request is answered 408.
+//!
+//! Over `max_connections`, a new connection is answered 503 and closed at once, so a crowd
+//! of slow clients costs a bounded number of sockets and tasks; each of them is shed within
+//! its timeout, which frees its place. A WebSocket holds its place until it closes.
+//!
+//! Shutdown: stop accepting, let every request in flight finish (hyper's graceful shutdown),
+//! close idle connections, then return.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{Request, Response};
+use axum::Router;
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::{sleep_until, Instant, Sleep};
+use tower_service::Service;
+
+use crate::config::HttpLimits;
+use crate::guard::LocalAddr;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The answer to a connection over the cap (written without reading the request).
+const OVER_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: application/json\r\n\
+retry-after: 1\r\n\
+connection: close\r\n\
+content-length: 89\r\n\
+\r\n\
+{\"error\":{\"type\":\"unavailable\",\"message\":\"too many open connections; retry in a moment\"}}";
+
+/// Serves `app` on `listener` under `limits` until `shutdown` completes, then lets requests
+/// in flight finish.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: HttpLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let places = Arc::new(Semaphore::new(limits.max_connections));
+    // Dropping `stop_rx` tells the accept loop and every connection to stop.
+    let (stop_tx, stop_rx) = watch::channel(());
+    tokio::spawn(async move {
+        shutdown.await;
+        drop(stop_rx);
+    });
+    // Each connection task holds a receiver; `closed()` completes when the last one ends.
+    let (done_tx, done_rx) = watch::channel(());
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = accept(&listener) => accepted,
+            _ = stop_tx.closed() => break,
+        };
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, max = limits.max_connections, "connection refused: too many open connections");
+            // Best effort, without waiting: the socket is new, its send buffer empty.
+            let _ = stream.try_write(OVER_CAPACITY);
+            continue;
+        };
+        let local = match stream.local_addr() {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "connection gone before it was served");
+                continue;
+            }
+        };
+        let conn = Connection {
+            app: app.clone(),
+            limits,
+            local,
+            stop: stop_tx.clone(),
+            done: done_rx.clone(),
+        };
+        tokio::spawn(conn.run(stream, peer, place));
+    }
+    drop(done_rx);
+    drop(listener);
+    done_tx.closed().await;
+    Ok(())
+}
+
+/// The next connection. Errors of one connection (reset before accept) are skipped; others
+/// (out of file descriptors) are logged and retried after a pause, as connections close.
+async fn accept(listener: &TcpListener) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(c) => return c,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionRefused
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::ConnectionReset
+                ) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "accept failed; retrying in 100 ms");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+struct Connection {
+    app: Router,
+    limits: HttpLimits,
+    local: SocketAddr,
+    stop: watch::Sender<()>,
+    done: watch::Receiver<()>,
+}
+
+impl Connection {
+    async fn run(self, stream: TcpStream, peer: SocketAddr, place: OwnedSemaphorePermit) {
+        let clock = Arc::new(Clock::new());
+        let io = TokioIo::new(Watched {
+            io: stream,
+            clock: clock.clone(),
+            _place: place,
+        });
+        let service = ConnService {
+            app: self.app,
+            clock: clock.clone(),
+            body_timeout: self.limits.body_timeout(),
+            local: LocalAddr(self.local),
+        };
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        // The clock below replaces hyper's own header timer, which would also count the idle
+        // time before a request as header time.
+        builder.header_read_timeout(None);
+        let conn = builder.serve_connection(io, service).with_upgrades();
+        tokio::pin!(conn);
+        let expired = clock.expired(self.limits.header_timeout(), self.limits.idle_timeout());
+        tokio::pin!(expired);
+        let mut stopping = false;
+        loop {
+            tokio::select! {
+                result = conn.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                    break;
+                }
+                phase = expired.as_mut() => {
+                    tracing::debug!(%peer, "closing a connection {phase}");
+                    break;
+                }
+                _ = self.stop.closed(), if !stopping => {
+                    stopping = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        }
+        drop(self.done);
+    }
+}
+
+/// Where a connection is (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    Idle(Instant),
+    Head(Instant),
+    Busy(usize),
+}
+
+/// A connection's phase, changed by its reads and its requests, watched by its task.
+struct Clock {
+    phase: Mutex<Phase>,
+    changed: Notify,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock {
+            phase: Mutex::new(Phase::Idle(Instant::now())),
+            changed: Notify::new(),
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(Phase) -> Phase) {
+        let mut p = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        *p = f(*p);
+        drop(p);
+        // One waiter (the connection task); a stored permit covers a change made while it
+        // is not waiting.
+        self.changed.notify_one();
+    }
+
+    /// Bytes arrived: an idle connection starts a request head.
+    fn bytes_read(&self) {
+        let idle = matches!(
+            *self.phase.lock().unwrap_or_else(|e| e.into_inner()),
+            Phase::Idle(_)
+        );
+        if idle {
+            self.update(|p| match p {
+                Phase::Idle(_) => Phase::Head(Instant::now()),
+                other => other,
+            });
+        }
+    }
+
+    fn request_started(&self) {
+        self.update(|p| match p {
+            Phase::Busy(n) => Phase::Busy(n + 1),
+            _ => Phase::Busy(1),
+        });
+    }
+
+    fn request_finished(&self) {
+        self.update(|p| match p {
+            Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
+            _ => Phase::Idle(Instant::now()),
+        });
+    }
+
+    /// Completes when the connection has been idle or in a request head for too long; says
+    /// which.
+    async fn expired(&self, header: Duration, idle: Duration) -> &'static str {
+        loop {
+            let phase = *self.phase.lock().unwrap_or_else(|e| e.into_inner());
+            let (deadline, why) = match phase {
+                Phase::Idle(since) => (since + idle, "idle for too long"),
+                Phase::Head(since) => (since + header, "still sending its request headers"),
+                Phase::Busy(_) => {
+                    self.changed.notified().await;
+                    continue;
+                }
+            };
+            if Instant::now() >= deadline {
+                return why;
+            }
+            tokio::select! {
+                _ = sleep_until(deadline) => {}
+                _ = self.changed.notified() => {}
+            }
+        }
+    }
+}
+
+/// A connection's socket, reporting reads to its clock and holding its place under the cap
+/// (through a WebSocket upgrade too: the upgraded stream owns this).
+struct Watched {
+    io: TcpStream,
+    clock: Arc<Clock>,
+    _place: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
+        if buf.filled().len() > before {
+            self.clock.bytes_read();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// The application as hyper calls it on one connection: marks the connection busy from a
+/// request's head until its response body is done, puts the body deadline on the request
+/// body, and tells the application the local address.
+#[derive(Clone)]
+struct ConnService {
+    app: Router,
+    clock: Arc<Clock>,
+    body_timeout: Duration,
+    local: LocalAddr,
+}
+
+impl hyper::service::Service<Request<Incoming>> for ConnService {
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        self.clock.request_started();
+        let busy = Busy(self.clock.clone());
+        let mut req = req.map(|b| Body::new(TimedBody::new(b, self.body_timeout)));
+        req.extensions_mut().insert(self.local);
+        let mut app = self.app.clone();
+        Box::pin(async move {
+            // A Router is always ready (its `poll_ready` does nothing).
+            let res = app.call(req).await?;
+            Ok(res.map(|body| TrackedBody { body, _busy: busy }))
+        })
+    }
+}
+
+/// While alive, a request is under way on its connection.
+struct Busy(Arc<Clock>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.request_finished();
+    }
+}
+
+/// A response body that marks its request finished when hyper is done with it.
+pub(crate) struct TrackedBody {
+    body: Body,
+    _busy: Busy,
+}
+
+impl HttpBody for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request body that must arrive by a deadline.
+struct TimedBody {
+    body: Incoming,
+    deadline: Pin<Box<Sleep>>,
+    timeout: Duration,
+}
+
+impl TimedBody {
+    fn new(body: Incoming, timeout: Duration) -> TimedBody {
+        TimedBody {
+            body,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            timeout,
+        }
+    }
+}
+
+/// The error of a request body that did not arrive in time (see [`body_timed_out`]).
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {0} s")]
+pub struct BodyTimedOut(pub u64);
+
+impl HttpBody for TimedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(BoxError::from)));
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            let secs = self.timeout.as_secs();
+            return Poll::Ready(Some(Err(Box::new(BodyTimedOut(secs)))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The [`BodyTimedOut`] somewhere in the chain of `error`'s sources, if any.
+pub(crate) fn body_timed_out<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a BodyTimedOut> {
+    let mut e: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(err) = e {
+        if let Some(t) = err.downcast_ref::<BodyTimedOut>() {
+            return Some(t);
+        }
+        e = err.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_over_capacity_answer_is_well_formed() {
+        let text = std::str::from_utf8(OVER_CAPACITY).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(body.len(), len);
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["type"], "unavailable");
+    }
+
+    /// `elapsed` is `expected`, give or take a loaded machine's timer slack.
+    fn about(elapsed: Duration, expected: Duration) -> bool {
+        (expected..expected + Duration::from_millis(700)).contains(&elapsed)
+    }
+
+    #[tokio::test]
+    async fn the_clock_expires_idle_and_slow_heads_but_not_busy_connections() {
+        let header = Duration::from_millis(200);
+        let idle = Duration::from_millis(400);
+        let clock = Clock::new();
+        let started = Instant::now();
+        assert_eq!(clock.expired(header, idle).await, "idle for too long");
+        assert!(about(started.elapsed(), idle), "{:?}", started.elapsed());
+
+        // The head clock starts at the first byte, not at the connection's start.
+        let clock = Arc::new(Clock::new());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        clock.bytes_read();
+        let started = Instant::now();
+        assert_eq!(
+            clock.expired(header, idle).await,
+            "still sending its request headers"
+        );
+        assert!(about(started.elapsed(), header), "{:?}", started.elapsed());
+
+        // Busy for longer than both: not expired; idle again afterwards: the idle clock
+        // starts when the request finishes.
+        let clock = Arc::new(Clock::new());
+        clock.request_started();
+        let c = clock.clone();
+        let busy = Duration::from_millis(800);
+        let finisher = tokio::spawn(async move {
+            tokio::time::sleep(busy).await;
+            c.request_finished();
+        });
+        let started = Instant::now();
+        assert_eq!(clock.expired(header, idle).await, "idle for too long");
+        assert!(
+            about(started.elapsed(), busy + idle),
+            "{:?}",
+            started.elapsed()
+        );
+        finisher.await.unwrap();
+    }
+}
