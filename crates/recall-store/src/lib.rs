@@ -41,6 +41,7 @@
 mod error;
 mod keys;
 mod model;
+mod options;
 mod sql;
 mod window;
 
@@ -50,6 +51,7 @@ pub use model::{
     core_measure, Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage,
     SearchHit, StoredMessage, StoredTask,
 };
+pub use options::{Durability, SqliteOptions};
 pub use sql::{PgStore, SqliteStore};
 pub use window::Window;
 
@@ -190,6 +192,11 @@ pub trait Store: Send + Sync {
 /// Opens the store a URL names: `postgres://…` / `postgresql://…`, or a SQLite file as
 /// `sqlite://PATH`, `sqlite:PATH` or a plain path. Runs migrations.
 pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    open_with(url, SqliteOptions::default()).await
+}
+
+/// [`open`] with the settings of a SQLite store (a PostgreSQL URL ignores them).
+pub async fn open_with(url: &str, sqlite: SqliteOptions) -> Result<Box<dyn Store>, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Box::new(PgStore::connect(url).await?))
     } else {
@@ -198,7 +205,7 @@ pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
             .or_else(|| url.strip_prefix("sqlite:"))
             .unwrap_or(url);
         Ok(Box::new(
-            SqliteStore::open(std::path::Path::new(path)).await?,
+            SqliteStore::open_with(std::path::Path::new(path), sqlite).await?,
         ))
     }
 }

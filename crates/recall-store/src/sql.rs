@@ -21,6 +21,7 @@ use sqlx::Row;
 
 use crate::error::StoreError;
 use crate::keys::{ApiKey, NewApiKey};
+use crate::options::{Durability, SqliteOptions};
 use crate::model::{
     Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, SearchHit,
     StoredMessage, StoredTask,
@@ -1353,8 +1354,14 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database file at `path` and runs migrations.
+    /// Opens (creating if needed) the database file at `path` and runs migrations, with the
+    /// default [`SqliteOptions`].
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// [`SqliteStore::open`] with `options` applied to every connection it opens.
+    pub async fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() && !dir.exists() {
                 std::fs::create_dir_all(dir).map_err(|e| {
@@ -1370,7 +1377,10 @@ impl SqliteStore {
         let opts = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)
-            .synchronous(SqliteSynchronous::Normal)
+            .synchronous(match options.durability {
+                Durability::Normal => SqliteSynchronous::Normal,
+                Durability::Full => SqliteSynchronous::Full,
+            })
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         // One connection is kept open (and its statement cache warm) after a quiet spell, so
@@ -1402,7 +1412,7 @@ impl SqliteStore {
         let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
         SQLITE_MIGRATIONS.run(&mut tx).await?;
         tx.commit().await?;
-        let direct = Arc::new(direct::Direct::open(path)?);
+        let direct = Arc::new(direct::Direct::open(path, options.durability)?);
         let appender = Arc::new(direct::Appender::start(Arc::clone(&direct))?);
         Ok(SqliteStore {
             pool,
@@ -1434,6 +1444,26 @@ const API_KEY_TENANT: &str =
     "SELECT tenant FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL";
 
 impl SqliteStore {
+    /// `PRAGMA synchronous` as every kind of connection this store opened reads it back (1
+    /// NORMAL, 2 FULL): each of sqlx's pool connections (the pool is filled to its maximum
+    /// first), the direct writer, an idle direct reader and a newly opened one. For tests and
+    /// diagnostics of [`SqliteOptions::durability`].
+    pub async fn synchronous_levels(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut held = Vec::new();
+        let mut out = Vec::new();
+        for i in 0..self.pool.options().get_max_connections() {
+            let mut conn = self.pool.acquire().await?;
+            let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut *conn)
+                .await?;
+            out.push((format!("sqlx pool connection {i}"), level));
+            held.push(conn);
+        }
+        drop(held);
+        out.extend(self.direct.synchronous_levels()?);
+        Ok(out)
+    }
+
     /// The conversation and its window, read on the calling thread (see [`direct`]); a stable
     /// window's state that had to be caught up is saved after the read.
     async fn read_window(

@@ -33,6 +33,7 @@ use super::{
     INSERT_MESSAGE_PREFIX, SQLITE_LOCK_RUNNING,
 };
 use crate::error::StoreError;
+use crate::options::Durability;
 use crate::model::{Appended, Conversation};
 use crate::window::{StableKey, StartFinder, Stop, Totals, WalkRow, Window, WindowBounds};
 
@@ -44,6 +45,8 @@ const IDLE_READERS: usize = 8;
 /// The direct connections to one database file.
 pub(super) struct Direct {
     path: PathBuf,
+    /// Applied to every connection opened here, as to sqlx's.
+    durability: Durability,
     readers: Mutex<Vec<Connection>>,
     /// One writer: SQLite takes one write at a time anyway, and appends in this process queue
     /// here instead of in SQLite's busy handler.
@@ -114,14 +117,14 @@ fn message_columns<'r>(
     })
 }
 
-fn connect(path: &Path) -> Result<Connection, StoreError> {
+fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
     // The file exists and is migrated: `SqliteStore::open` opened it with sqlx first.
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "synchronous", durability.sqlite_pragma())?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
@@ -155,21 +158,40 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Direct {
-    pub(super) fn open(path: &Path) -> Result<Direct, StoreError> {
-        let writer = connect(path)?;
-        let reader = connect(path)?;
+    pub(super) fn open(path: &Path, durability: Durability) -> Result<Direct, StoreError> {
+        let writer = connect(path, durability)?;
+        let reader = connect(path, durability)?;
         Ok(Direct {
             path: path.to_path_buf(),
+            durability,
             readers: Mutex::new(vec![reader]),
             writer: Mutex::new(writer),
         })
+    }
+
+    /// `PRAGMA synchronous` on the writer, an idle reader and a newly opened reader.
+    pub(super) fn synchronous_levels(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let read = |conn: &Connection| -> Result<i64, StoreError> {
+            Ok(conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
+        };
+        let mut out = vec![("direct writer".to_string(), read(&lock(&self.writer))?)];
+        let idle = self.reader()?;
+        // The idle list is empty while `idle` is out: this one is opened now.
+        let fresh = self.reader()?;
+        for (name, r) in [("direct reader", &idle), ("new direct reader", &fresh)] {
+            let Some(conn) = r.conn.as_ref() else {
+                return Err(StoreError::Invalid("no reader connection".into()));
+            };
+            out.push((name.to_string(), read(conn)?));
+        }
+        Ok(out)
     }
 
     fn reader(&self) -> Result<Reader<'_>, StoreError> {
         let idle = lock(&self.readers).pop();
         let conn = match idle {
             Some(c) => c,
-            None => connect(&self.path)?,
+            None => connect(&self.path, self.durability)?,
         };
         Ok(Reader {
             direct: self,
