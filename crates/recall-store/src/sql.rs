@@ -21,11 +21,11 @@ use sqlx::Row;
 
 use crate::error::StoreError;
 use crate::keys::{ApiKey, NewApiKey};
-use crate::options::{Durability, SqliteOptions};
 use crate::model::{
     Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage, SearchHit,
     StoredMessage, StoredTask,
 };
+use crate::options::{Durability, SqliteOptions};
 use crate::window::{StableKey, Total, Totals, Window};
 use crate::Store;
 

@@ -23,7 +23,10 @@ async fn levels_under(durability: Durability) -> Vec<(String, i64)> {
         )
         .await
         .expect("append");
-    assert_eq!(store.messages("t", &c.id, 0, 10).await.expect("read").len(), 1);
+    assert_eq!(
+        store.messages("t", &c.id, 0, 10).await.expect("read").len(),
+        1
+    );
     store.synchronous_levels().await.expect("pragmas")
 }
 
@@ -31,7 +34,12 @@ async fn levels_under(durability: Durability) -> Vec<(String, i64)> {
 async fn every_connection_runs_the_chosen_durability() {
     for durability in Durability::ALL {
         let levels = levels_under(durability).await;
-        for kind in ["sqlx pool connection", "direct writer", "direct reader", "new direct reader"] {
+        for kind in [
+            "sqlx pool connection",
+            "direct writer",
+            "direct reader",
+            "new direct reader",
+        ] {
             assert!(
                 levels.iter().any(|(name, _)| name.starts_with(kind)),
                 "{kind} missing from {levels:?}"

@@ -33,8 +33,8 @@ use super::{
     INSERT_MESSAGE_PREFIX, SQLITE_LOCK_RUNNING,
 };
 use crate::error::StoreError;
-use crate::options::Durability;
 use crate::model::{Appended, Conversation};
+use crate::options::Durability;
 use crate::window::{StableKey, StartFinder, Stop, Totals, WalkRow, Window, WindowBounds};
 
 /// As sqlx's connections wait for a lock.
