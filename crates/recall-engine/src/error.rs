@@ -21,6 +21,18 @@ pub enum EngineError {
         size: usize,
         limit: usize,
     },
+    /// A context whose prompt is over the size limit (`at_least`: the size of the part that
+    /// was built before the limit was known to be broken); nothing was changed.
+    #[error(
+        "the context's prompt is {}{size} bytes, over the limit of {limit} bytes \
+         (max_context_bytes); ask for less with max_tokens, max_chars or max_turns",
+        if *.at_least { "at least " } else { "" }
+    )]
+    ContextTooLarge {
+        size: usize,
+        at_least: bool,
+        limit: usize,
+    },
     /// The request conflicts with what is stored (a client id sent twice); nothing changed.
     #[error("{0}")]
     Conflict(String),
@@ -40,6 +52,7 @@ impl EngineError {
             EngineError::Invalid(_)
                 | EngineError::Parse(_)
                 | EngineError::TooLarge { .. }
+                | EngineError::ContextTooLarge { .. }
                 | EngineError::Context(_)
                 | EngineError::Policy(_)
                 | EngineError::Conflict(_)
