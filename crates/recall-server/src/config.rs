@@ -5,10 +5,14 @@
 //! addr = "127.0.0.1:8080"
 //! db = "postgres://recall@db/recall"
 //!
+//! durability = "normal"  # or "full": fsync every SQLite commit (ignored by PostgreSQL)
+//!
 //! [limits]
 //! max_body_bytes = 4194304
 //! max_message_bytes = 1048576
 //! max_messages_per_request = 1000
+//! max_page_bytes = 8388608       # a page of messages stops before this many bytes
+//! max_context_bytes = 33554432   # a larger context prompt is a 413
 //!
 //! [rate_limit]          # per tenant; absent: no limit
 //! requests_per_second = 50.0
@@ -37,6 +41,12 @@ pub struct HttpLimits {
     pub max_message_bytes: usize,
     /// Most messages in one append request.
     pub max_messages_per_request: usize,
+    /// Most bytes of messages in one page of `GET …/messages` (their JSON): the page stops
+    /// before the message that would go over, and always holds at least one message.
+    pub max_page_bytes: usize,
+    /// Largest context prompt `POST …/context` returns (a text prompt's bytes, a JSON prompt's
+    /// serialisation); a larger one is a 413.
+    pub max_context_bytes: usize,
 }
 
 impl Default for HttpLimits {
@@ -45,6 +55,8 @@ impl Default for HttpLimits {
             max_body_bytes: 4 << 20,
             max_message_bytes: 1 << 20,
             max_messages_per_request: 1000,
+            max_page_bytes: 8 << 20,
+            max_context_bytes: 32 << 20,
         }
     }
 }
@@ -84,6 +96,8 @@ pub struct ConfigKey {
 pub struct FileConfig {
     pub addr: Option<String>,
     pub db: Option<String>,
+    /// SQLite's durability (`normal` unless set here or by `--durability`).
+    pub durability: Option<recall_engine::store::Durability>,
     #[serde(default)]
     pub limits: HttpLimits,
     pub rate_limit: Option<RateLimit>,
@@ -123,7 +137,12 @@ impl FileConfig {
     /// Checks values a type cannot: limits above zero, each key given one way.
     pub fn check(&self) -> Result<(), ConfigError> {
         let l = &self.limits;
-        if l.max_body_bytes == 0 || l.max_message_bytes == 0 || l.max_messages_per_request == 0 {
+        if l.max_body_bytes == 0
+            || l.max_message_bytes == 0
+            || l.max_messages_per_request == 0
+            || l.max_page_bytes == 0
+            || l.max_context_bytes == 0
+        {
             return Err(ConfigError::Invalid("limits must be above zero".into()));
         }
         if let Some(r) = &self.rate_limit {
@@ -216,6 +235,22 @@ key = "rk_dev_only_plain_text_key"
             HttpLimits::default().max_message_bytes
         );
         assert_eq!(cfg.keys.len(), 2);
+        assert_eq!(cfg.durability, None);
+    }
+
+    #[test]
+    fn reads_durability_and_the_read_limits() {
+        let cfg: FileConfig = toml::from_str(
+            "durability = 'full'\n[limits]\nmax_page_bytes = 1000\nmax_context_bytes = 2000",
+        )
+        .unwrap();
+        cfg.check().unwrap();
+        assert_eq!(cfg.durability, Some(recall_engine::store::Durability::Full));
+        assert_eq!(cfg.limits.max_page_bytes, 1000);
+        assert_eq!(cfg.limits.max_context_bytes, 2000);
+        assert!(toml::from_str::<FileConfig>("durability = 'fsync'").is_err());
+        let zero: FileConfig = toml::from_str("[limits]\nmax_page_bytes = 0").unwrap();
+        assert!(zero.check().is_err());
     }
 
     #[test]

@@ -198,7 +198,8 @@ impl From<&StoredMessage> for MessageView {
     }
 }
 
-/// A page of messages.
+/// A page of messages: at most `limit` messages and at most `max_page_bytes` of their JSON
+/// (always at least one message).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MessagePage {
     pub data: Vec<MessageView>,
@@ -465,7 +466,8 @@ pub enum V1Errors {
     /// No API key, or one that is unknown or revoked.
     #[response(status = 401)]
     Unauthorized(ErrorBody),
-    /// The body is over the size limit, or an append carries too many messages.
+    /// The body is over the size limit, an append carries too many messages, or a context's
+    /// prompt is over `max_context_bytes`.
     #[response(status = 413)]
     TooLarge(ErrorBody),
     /// Well-formed JSON that is not an acceptable request; a bad query string.
