@@ -95,11 +95,9 @@ impl MessagePageStream {
     /// average size read so far.
     fn next_chunk(&self) -> u32 {
         let wanted = (self.limit - self.sent).saturating_add(1);
-        let by_size = if self.read_count == 0 {
-            FIRST_CHUNK
-        } else {
-            let average = (self.read_bytes / self.read_count).max(1);
-            u32::try_from(CHUNK_BYTES / average).unwrap_or(MAX_CHUNK)
+        let by_size = match self.read_bytes.checked_div(self.read_count) {
+            None => FIRST_CHUNK,
+            Some(average) => u32::try_from(CHUNK_BYTES / average.max(1)).unwrap_or(MAX_CHUNK),
         };
         wanted.min(by_size.clamp(1, MAX_CHUNK))
     }
