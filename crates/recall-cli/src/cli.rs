@@ -21,6 +21,34 @@ use recall_core::policy::{Format, PolicyOverrides};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// SQLite durability for every command that opens a SQLite database: `normal` (WAL,
+    /// commits not synced: a power loss may lose the last acknowledged writes) or `full` (each
+    /// commit synced). PostgreSQL ignores it (its `synchronous_commit` decides). `recall
+    /// serve` falls back to the config file's `durability` [default: normal].
+    #[arg(
+        long,
+        global = true,
+        env = "RECALL_DURABILITY",
+        value_enum,
+        value_name = "D"
+    )]
+    pub durability: Option<DurabilityArg>,
+}
+
+/// `--durability` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DurabilityArg {
+    Normal,
+    Full,
+}
+
+impl From<DurabilityArg> for recall_engine::store::Durability {
+    fn from(d: DurabilityArg) -> Self {
+        match d {
+            DurabilityArg::Normal => recall_engine::store::Durability::Normal,
+            DurabilityArg::Full => recall_engine::store::Durability::Full,
+        }
+    }
 }
 
 /// Where conversations are stored; shared by every command that uses the store.
@@ -338,6 +366,10 @@ pub struct ImportArgs {
     /// Reject the whole file at the first invalid message (nothing is stored).
     #[arg(long)]
     pub strict: bool,
+    /// Largest input read, in bytes (a larger one, or one that does not fit in memory, is
+    /// refused with exit status 2).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::input::DEFAULT_MAX_INPUT_BYTES)]
+    pub max_input_bytes: usize,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -473,6 +505,10 @@ pub struct RenderArgs {
     /// Do not escape turn labels inside message content (unsafe with untrusted content).
     #[arg(long)]
     pub no_escape: bool,
+    /// Largest input read, in bytes (a larger one, or one that does not fit in memory, is
+    /// refused with exit status 2).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::input::DEFAULT_MAX_INPUT_BYTES)]
+    pub max_input_bytes: usize,
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {

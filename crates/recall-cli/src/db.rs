@@ -2,8 +2,10 @@
 //! data directory.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use anyhow::Context;
+use recall_engine::store::{Durability, SqliteOptions};
 use recall_engine::{Engine, Limits};
 
 /// The default database: `recall.db` in the platform data directory
@@ -23,10 +25,32 @@ pub fn resolve(db: Option<&str>) -> anyhow::Result<String> {
     }
 }
 
-/// Opens the engine on the chosen database.
+/// `--durability` / `RECALL_DURABILITY`, when given (set once by `main`).
+static DURABILITY: OnceLock<Option<Durability>> = OnceLock::new();
+
+/// Records the global `--durability` for every database this process opens.
+pub fn set_durability(d: Option<Durability>) {
+    let _ = DURABILITY.set(d);
+}
+
+/// The durability given on the command line or in the environment, if any.
+pub fn durability_flag() -> Option<Durability> {
+    DURABILITY.get().copied().flatten()
+}
+
+/// Opens the engine on the chosen database, with the `--durability` given (default normal).
 pub async fn open(db: Option<&str>, limits: Limits) -> anyhow::Result<Engine> {
+    open_with(db, limits, durability_flag().unwrap_or_default()).await
+}
+
+/// Opens the engine on the chosen database with a durability for SQLite.
+pub async fn open_with(
+    db: Option<&str>,
+    limits: Limits,
+    durability: Durability,
+) -> anyhow::Result<Engine> {
     let url = resolve(db)?;
-    Engine::open(&url, limits)
+    Engine::open_with(&url, limits, SqliteOptions { durability })
         .await
         .with_context(|| format!("cannot open the database {}", redact(&url)))
 }

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod db;
 mod exit;
+mod input;
 mod time;
 
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    db::set_durability(cli.durability.map(Into::into));
     use commands::store_cmds;
     let result = match cli.command {
         cli::Command::Render(args) => commands::render::run(args),

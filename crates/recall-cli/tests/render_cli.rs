@@ -234,3 +234,69 @@ fn help_shows_examples() {
             predicate::str::contains("Examples:").and(predicate::str::contains("--max-tokens")),
         );
 }
+
+/// Too large is one failure, exit 2 naming the limit, whether the input is a file or stdin.
+#[test]
+fn input_over_the_limit_is_exit_2_from_file_and_stdin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("three.json");
+    std::fs::write(&path, THREE).expect("write");
+    let limit = (THREE.len() - 1).to_string();
+    let expected = format!("over the input limit of {limit} bytes");
+    recall()
+        .args(["render", "--max-input-bytes", &limit])
+        .write_stdin(THREE)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(expected.as_str()));
+    recall()
+        .args(["render", "--max-input-bytes", &limit, "--input"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(expected.as_str()));
+    recall()
+        .args(["render", "--max-input-bytes", &THREE.len().to_string()])
+        .write_stdin(THREE)
+        .assert()
+        .success();
+}
+
+/// Out of memory while reading is the same exit 2, naming the limit, from stdin (a pipe) and
+/// from a file: the address space is capped below the input's size.
+#[test]
+fn out_of_memory_reading_is_exit_2_from_file_and_stdin() {
+    let bin = assert_cmd::cargo::cargo_bin("recall");
+    let bin_size = std::fs::metadata(&bin).expect("binary").len();
+    // Room for the binary and its start-up, not for the input.
+    let cap_kib = (bin_size + (96 << 20)) / 1024;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big = dir.path().join("big.json");
+    // Sparse: no disk is spent on it; it reads as zero bytes (valid UTF-8).
+    std::fs::File::create(&big)
+        .expect("create")
+        .set_len(cap_kib * 1024 * 2)
+        .expect("size");
+    let max = (cap_kib * 1024 * 4).to_string();
+    for script in [
+        format!("ulimit -v {cap_kib} && exec \"$0\" render --max-input-bytes {max} --input \"$1\""),
+        format!("ulimit -v {cap_kib} && cat \"$1\" | \"$0\" render --max-input-bytes {max}"),
+    ] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .arg(&bin)
+            .arg(&big)
+            .output()
+            .expect("run sh");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{script}: {stderr}");
+        assert!(
+            stderr.contains("out of memory reading") && stderr.contains(&max),
+            "{script}: {stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}

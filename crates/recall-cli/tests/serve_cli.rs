@@ -761,3 +761,63 @@ async fn sigkill_mid_chat(db: &str) {
     assert_eq!(fake.requests().len(), COMPLETE_TURNS + 1);
     drop(server);
 }
+
+/// The line `recall serve` announces itself with, under `args` and `env`.
+fn listening_line(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_recall"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-auth"])
+        .args(args)
+        .env_remove("RECALL_DB")
+        .env_remove("RECALL_DURABILITY")
+        .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn recall serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut found = None;
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        if line.starts_with("recall listening on ") {
+            found = Some(line);
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    found.expect("recall serve announced no address")
+}
+
+/// `durability` in the config file, overridden by `--durability` / `RECALL_DURABILITY`;
+/// the server says which one it runs.
+#[test]
+fn serve_takes_durability_from_the_config_and_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("recall.db").display().to_string();
+    let config = dir.path().join("recall.toml");
+    std::fs::write(&config, "durability = \"full\"\n").unwrap();
+    let config = config.display().to_string();
+    let default = listening_line(&["--db", &db], &[]);
+    assert!(default.ends_with(", durability normal)"), "{default}");
+    let from_file = listening_line(&["--db", &db, "--config", &config], &[]);
+    assert!(from_file.ends_with(", durability full)"), "{from_file}");
+    let flag = listening_line(
+        &["--db", &db, "--config", &config, "--durability", "normal"],
+        &[],
+    );
+    assert!(flag.ends_with(", durability normal)"), "{flag}");
+    let env = listening_line(&["--db", &db], &[("RECALL_DURABILITY", "full")]);
+    assert!(env.ends_with(", durability full)"), "{env}");
+    // A value the file cannot mean is refused before serving.
+    std::fs::write(dir.path().join("bad.toml"), "durability = \"fsync\"\n").unwrap();
+    Command::cargo_bin("recall")
+        .unwrap()
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-auth", "--db", &db])
+        .arg("--config")
+        .arg(dir.path().join("bad.toml"))
+        .env_remove("RECALL_DURABILITY")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("fsync"));
+}

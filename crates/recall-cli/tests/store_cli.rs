@@ -386,3 +386,110 @@ fn import_with_a_reused_id_for_a_different_message_is_exit_2() {
         "[USER]: a"
     );
 }
+
+#[test]
+fn import_of_nothing_valid_stores_nothing_and_is_exit_2() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("invalid.jsonl");
+    std::fs::write(
+        &input,
+        "{\"role\":\"user\",\"content\":\" \"}\n{\"role\":\"wizard\",\"content\":\"x\"}\n",
+    )
+    .expect("write");
+    recall(&db)
+        .arg("import")
+        .arg(&input)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "nothing to import: every message is invalid (2 skipped",
+        ));
+    assert_eq!(
+        stdout_of(recall(&db).args(["conversations", "list", "--json"])),
+        "",
+        "no empty conversation"
+    );
+    // The same from stdin.
+    recall(&db)
+        .args(["import", "-"])
+        .write_stdin(std::fs::read(&input).expect("read"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nothing to import"));
+    assert_eq!(
+        stdout_of(recall(&db).args(["conversations", "list", "--json"])),
+        ""
+    );
+}
+
+/// Too large is one failure, exit 2 naming the limit, whether the input is a file or stdin.
+#[test]
+fn import_over_the_input_limit_is_exit_2_from_file_and_stdin() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in.jsonl");
+    let text = "{\"role\":\"user\",\"content\":\"a fairly long first message\"}\n".repeat(4);
+    std::fs::write(&input, &text).expect("write");
+    let limit = (text.len() - 1).to_string();
+    for from_stdin in [false, true] {
+        let mut c = recall(&db);
+        c.args(["import", "--max-input-bytes", &limit]);
+        if from_stdin {
+            c.arg("-").write_stdin(text.clone());
+        } else {
+            c.arg(&input);
+        }
+        c.assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(format!(
+                "over the input limit of {limit} bytes"
+            )));
+    }
+    assert_eq!(
+        stdout_of(recall(&db).args(["conversations", "list", "--json"])),
+        ""
+    );
+    // At the limit it is read.
+    recall(&db)
+        .args(["import", "--max-input-bytes", &text.len().to_string()])
+        .arg(&input)
+        .assert()
+        .success();
+}
+
+/// `--durability` (and `RECALL_DURABILITY`) is a global flag every store command takes;
+/// anything but normal or full is a usage error.
+#[test]
+fn durability_flag_and_env_are_taken_and_checked() {
+    let db = db();
+    let id = stdout_of(recall(&db).args(["--durability", "full", "conversations", "new"]));
+    let id = id.trim();
+    stdout_of(recall(&db).args([
+        "append",
+        id,
+        "--durability",
+        "normal",
+        "--role",
+        "user",
+        "--content",
+        "hi",
+    ]));
+    stdout_of(
+        recall(&db)
+            .env("RECALL_DURABILITY", "full")
+            .args(["context", id]),
+    );
+    recall(&db)
+        .args(["--durability", "fsync", "conversations", "list"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("fsync"));
+    recall(&db)
+        .env("RECALL_DURABILITY", "sometimes")
+        .args(["conversations", "list"])
+        .assert()
+        .code(2);
+}

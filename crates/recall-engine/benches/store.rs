@@ -6,7 +6,9 @@
 //!   window from the store, selection and `transcript` rendering) with the transcript defaults
 //!   and `max_tokens = 8000`, over a SQLite file holding a conversation of n messages.
 //! - `append_sqlite/single`: `Engine::append_message`, one message and one commit per call
-//!   (WAL, `synchronous = NORMAL`), validation and token counting included.
+//!   (WAL, `synchronous = NORMAL`: durability `normal`), validation and token counting
+//!   included; `append_sqlite/single_full` the same under durability `full`
+//!   (`synchronous = FULL`, the WAL synced at every commit), on a file under the target dir.
 //! - `import_sqlite/10000`: `Engine::import` of the 10,000-message conversation as JSON Lines
 //!   into a new conversation (parsing, measuring on every core, one transaction).
 //! - `context_sqlite/statement`, `context_pg/statement`: one `SELECT 1` through the store's
@@ -36,7 +38,9 @@ use recall_core::policy::{Format, PolicyOverrides};
 use recall_core::render::{render, Prompt, RenderInput};
 use recall_core::select::{select, HistoryMessage};
 use recall_core::tokens::Tokenizer;
-use recall_engine::store::{NewConversation, NewMessage, PgStore, SqliteStore, Store};
+use recall_engine::store::{
+    Durability, NewConversation, NewMessage, PgStore, SqliteOptions, SqliteStore, Store,
+};
 use recall_engine::{Engine, ImportTarget, Limits, DEFAULT_TENANT as T};
 use sqlx::Connection;
 
@@ -233,10 +237,22 @@ fn context_sqlite(c: &mut Criterion) {
 }
 
 fn append_sqlite(c: &mut Criterion) {
+    append_sqlite_with(c, Durability::Normal, "single");
+    append_sqlite_with(c, Durability::Full, "single_full");
+}
+
+fn append_sqlite_with(c: &mut Criterion, durability: Durability, name: &str) {
     let rt = runtime();
-    let dir = tempfile::tempdir().expect("temp dir");
+    // A file on the disk the target dir is on (a temporary directory may be in memory, where
+    // a sync costs nothing).
+    let root = cache_dir();
+    std::fs::create_dir_all(&root).expect("bench dir");
+    let dir = tempfile::tempdir_in(&root).expect("temp dir");
     let store = rt
-        .block_on(SqliteStore::open(&dir.path().join("append.db")))
+        .block_on(SqliteStore::open_with(
+            &dir.path().join("append.db"),
+            SqliteOptions { durability },
+        ))
         .expect("open");
     let engine = Engine::new(Arc::new(store), Limits::default());
     let id = rt
@@ -251,7 +267,7 @@ fn append_sqlite(c: &mut Criterion) {
     let mut next = 0usize;
     let mut g = flat_group(c, "append_sqlite");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("single", |b| {
+    g.bench_function(name, |b| {
         b.iter_batched(
             || {
                 next = (next + 1) % values.len();
@@ -268,7 +284,10 @@ fn append_sqlite(c: &mut Criterion) {
     let conv = rt
         .block_on(engine.get_conversation(T, &id))
         .expect("conversation");
-    eprintln!("append_sqlite: {} messages appended", conv.message_count);
+    eprintln!(
+        "append_sqlite/{name}: {} messages appended (durability {durability})",
+        conv.message_count
+    );
 }
 
 fn import_sqlite(c: &mut Criterion) {

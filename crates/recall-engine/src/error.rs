@@ -37,6 +37,18 @@ pub enum EngineError {
     /// is not sent again.
     #[error("message id {client_id:?} was already sent in this conversation (seq {seq})")]
     AlreadySent { client_id: String, seq: i64 },
+    /// A context whose prompt is over the size limit (`at_least`: the size of the part that
+    /// was built before the limit was known to be broken); nothing was changed.
+    #[error(
+        "the context's prompt is {}{size} bytes, over the limit of {limit} bytes \
+         (max_context_bytes); ask for less with max_tokens, max_chars or max_turns",
+        if *.at_least { "at least " } else { "" }
+    )]
+    ContextTooLarge {
+        size: usize,
+        at_least: bool,
+        limit: usize,
+    },
     #[error(transparent)]
     Context(#[from] ContextError),
     #[error(transparent)]
@@ -71,6 +83,7 @@ impl EngineError {
             EngineError::Invalid(_)
                 | EngineError::Parse(_)
                 | EngineError::TooLarge { .. }
+                | EngineError::ContextTooLarge { .. }
                 | EngineError::Context(_)
                 | EngineError::Policy(_)
                 | EngineError::Conflict { .. }

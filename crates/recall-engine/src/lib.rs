@@ -15,19 +15,21 @@
 //! ```
 
 mod chat;
+mod context_limit;
 mod error;
 mod task;
 mod transfer;
 
 use std::sync::Arc;
 
-use recall_core::context::{assemble, ContextOutput, ContextRequest, Gathered, Resolved};
+use recall_core::context::{ContextOutput, ContextRequest, Resolved};
 use recall_core::message::Message;
 use recall_core::parse::parse_message_value;
 use recall_store::{Appended, Conversation, NewConversation, NewMessage, Store};
 use serde_json::Value;
 
 pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_INTERVAL};
+pub use context_limit::prompt_bytes;
 pub use error::EngineError;
 pub use recall_llm as llm;
 pub use recall_store::{self as store, DEFAULT_TENANT};
@@ -74,7 +76,16 @@ impl Engine {
 
     /// Opens the database a URL names (see [`recall_store::open`]).
     pub async fn open(url: &str, limits: Limits) -> Result<Engine, EngineError> {
-        let store = recall_store::open(url).await?;
+        Engine::open_with(url, limits, recall_store::SqliteOptions::default()).await
+    }
+
+    /// [`Engine::open`] with the settings of a SQLite store (a PostgreSQL URL ignores them).
+    pub async fn open_with(
+        url: &str,
+        limits: Limits,
+        sqlite: recall_store::SqliteOptions,
+    ) -> Result<Engine, EngineError> {
+        let store = recall_store::open_with(url, sqlite).await?;
         Ok(Engine::new(Arc::from(store), limits))
     }
 
@@ -211,67 +222,15 @@ impl Engine {
     /// Builds the context of a stored conversation: the request's format (else the
     /// conversation's, else `transcript`), that format's defaults, then the conversation's
     /// default policy, then the request's values ([`ContextRequest::resolve`]). Only the
-    /// messages the limits can reach are read.
+    /// messages the limits can reach are read. No size limit (see
+    /// [`Engine::context_within`]).
     pub async fn context(
         &self,
         tenant: &str,
         id: &str,
         req: &ContextRequest,
     ) -> Result<ContextOutput, EngineError> {
-        // Most conversations have no stored policy: the request alone then decides, and the
-        // conversation and its window come back from one statement. When the stored policy
-        // changes the outcome, the window is read again under the right one (a
-        // conversation's policy and system prompt never change, so the two reads agree).
-        let (conv, window, resolved) = match req.resolve(None) {
-            Ok(guess) => {
-                let (conv, window) = self
-                    .store
-                    .conversation_window(tenant, id, &guess.policy)
-                    .await?;
-                let resolved = resolve(&conv, req)?;
-                if resolved == guess {
-                    (conv, window, resolved)
-                } else {
-                    let window = self
-                        .store
-                        .context_window(tenant, id, &resolved.policy)
-                        .await?;
-                    (conv, window, resolved)
-                }
-            }
-            // The request alone may not make a valid policy while the stored one repairs
-            // it: the stored policy decides, as before.
-            Err(_) => {
-                let conv = self.store.get_conversation(tenant, id).await?;
-                let resolved = resolve(&conv, req)?;
-                let window = self
-                    .store
-                    .context_window(tenant, id, &resolved.policy)
-                    .await?;
-                (conv, window, resolved)
-            }
-        };
-        let mut system_parts: Vec<String> = conv
-            .system_prompt
-            .iter()
-            .filter(|s| !s.trim().is_empty())
-            .cloned()
-            .collect();
-        system_parts.extend(
-            window
-                .system_parts
-                .into_iter()
-                .filter(|s| !s.trim().is_empty()),
-        );
-        let gathered = Gathered {
-            system_parts,
-            history: window.messages,
-            older: window.older,
-            window_start: 0,
-            skipped: 0,
-            warnings: Vec::new(),
-        };
-        Ok(assemble(gathered, req, resolved)?)
+        self.context_within(tenant, id, req, None).await
     }
 }
 

@@ -37,7 +37,7 @@ impl Engine {
     /// Imports a conversation from text (JSON Lines, a JSON array, or a `{"system",
     /// "messages"}` object; Anthropic- or OpenAI-shaped). In strict mode any invalid message
     /// rejects the whole input. A malformed JSON line is reported by number. Nothing is stored
-    /// unless everything is.
+    /// unless everything is; an input without one valid message is refused.
     pub async fn import(
         &self,
         tenant: &str,
@@ -51,6 +51,16 @@ impl Engine {
             ..ParseOptions::default()
         };
         let conv = parse_conversation(input, &opts)?;
+        // Nothing valid is nothing to store: no empty conversation, no success.
+        if conv.messages.is_empty() {
+            return Err(EngineError::Invalid(match conv.warnings.first() {
+                Some(first) if conv.skipped > 0 => format!(
+                    "nothing to import: every message is invalid ({} skipped; first: {first})",
+                    conv.skipped
+                ),
+                _ => "nothing to import: the input holds no messages".to_string(),
+            }));
+        }
         for im in &conv.messages {
             let size = im
                 .message

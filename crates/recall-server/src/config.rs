@@ -5,6 +5,8 @@
 //! addr = "127.0.0.1:8080"
 //! db = "postgres://recall@db/recall"
 //!
+//! durability = "normal"  # or "full": fsync every SQLite commit (ignored by PostgreSQL)
+//!
 //! [limits]
 //! max_body_bytes = 4194304
 //! max_message_bytes = 1048576
@@ -13,6 +15,8 @@
 //! body_timeout_secs = 30     # to send a request's body, from the end of its headers
 //! idle_timeout_secs = 60     # a connection with no request under way
 //! max_connections = 1024     # open at once (WebSockets included); more are refused
+//! max_page_bytes = 8388608       # a page of messages stops before this many bytes
+//! max_context_bytes = 33554432   # a larger context prompt is a 413
 //!
 //! [rate_limit]          # per tenant; absent: no limit
 //! requests_per_second = 50.0
@@ -54,6 +58,12 @@ pub struct HttpLimits {
     /// Most connections open at once, WebSockets included; a connection over the cap is
     /// answered 503 and closed.
     pub max_connections: usize,
+    /// Most bytes of messages in one page of `GET …/messages` (their JSON): the page stops
+    /// before the message that would go over, and always holds at least one message.
+    pub max_page_bytes: usize,
+    /// Largest context prompt `POST …/context` returns (a text prompt's bytes, a JSON prompt's
+    /// serialisation); a larger one is a 413.
+    pub max_context_bytes: usize,
 }
 
 impl Default for HttpLimits {
@@ -66,6 +76,8 @@ impl Default for HttpLimits {
             body_timeout_secs: 30,
             idle_timeout_secs: 60,
             max_connections: 1024,
+            max_page_bytes: 8 << 20,
+            max_context_bytes: 32 << 20,
         }
     }
 }
@@ -81,6 +93,8 @@ impl HttpLimits {
             ("max_message_bytes", self.max_message_bytes),
             ("max_messages_per_request", self.max_messages_per_request),
             ("max_connections", self.max_connections),
+            ("max_page_bytes", self.max_page_bytes),
+            ("max_context_bytes", self.max_context_bytes),
         ] {
             if value == 0 {
                 return Err(ConfigError::Invalid(format!(
@@ -151,6 +165,8 @@ pub struct ConfigKey {
 pub struct FileConfig {
     pub addr: Option<String>,
     pub db: Option<String>,
+    /// SQLite's durability (`normal` unless set here or by `--durability`).
+    pub durability: Option<recall_engine::store::Durability>,
     #[serde(default)]
     pub limits: HttpLimits,
     pub rate_limit: Option<RateLimit>,
@@ -280,6 +296,22 @@ key = "rk_dev_only_plain_text_key"
             HttpLimits::default().max_message_bytes
         );
         assert_eq!(cfg.keys.len(), 2);
+        assert_eq!(cfg.durability, None);
+    }
+
+    #[test]
+    fn reads_durability_and_the_read_limits() {
+        let cfg: FileConfig = toml::from_str(
+            "durability = 'full'\n[limits]\nmax_page_bytes = 1000\nmax_context_bytes = 2000",
+        )
+        .unwrap();
+        cfg.check().unwrap();
+        assert_eq!(cfg.durability, Some(recall_engine::store::Durability::Full));
+        assert_eq!(cfg.limits.max_page_bytes, 1000);
+        assert_eq!(cfg.limits.max_context_bytes, 2000);
+        assert!(toml::from_str::<FileConfig>("durability = 'fsync'").is_err());
+        let zero: FileConfig = toml::from_str("[limits]\nmax_page_bytes = 0").unwrap();
+        assert!(zero.check().is_err());
     }
 
     #[test]

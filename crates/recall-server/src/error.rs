@@ -80,7 +80,9 @@ impl From<EngineError> for ApiError {
             return ApiError::not_found(e.to_string());
         }
         match &e {
-            EngineError::TooLarge { .. } => ApiError::too_large(e.to_string()),
+            EngineError::TooLarge { .. } | EngineError::ContextTooLarge { .. } => {
+                ApiError::too_large(e.to_string())
+            }
             EngineError::Conflict { .. } | EngineError::AlreadySent { .. } => {
                 ApiError::conflict(e.to_string())
             }

@@ -27,6 +27,7 @@ mod mcp;
 pub mod metrics;
 mod openapi;
 mod ops;
+mod pages;
 pub mod rate;
 mod routes;
 pub mod views;

@@ -216,7 +216,9 @@ pub async fn append_messages(
     ))
 }
 
-/// Messages after a seq, oldest first.
+/// Messages after a seq, oldest first. A page holds at most `limit` messages and at most
+/// `max_page_bytes` of their JSON (always at least one message); `next_after` continues it.
+/// The page is read from the store a few messages at a time and written out as it is read.
 #[utoipa::path(get, path = "/v1/conversations/{id}/messages", tag = "messages",
     params(("id" = String, Path, description = "The conversation id"), MessagesQuery),
     responses((status = 200, body = MessagePage), (status = 404, body = ErrorBody), V1Errors),
@@ -226,32 +228,28 @@ pub async fn list_messages(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
     ApiQuery(q): ApiQuery<MessagesQuery>,
-) -> Result<Json<MessagePage>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let limit = page_size(q.limit, 100)?;
     let after = q.after.unwrap_or(0);
     if after < 0 {
         return Err(ApiError::invalid("after must be 0 or more"));
     }
-    let mut page = state
-        .engine()
-        .store()
-        .messages(&tenant, &id, after, limit + 1)
-        .await?;
-    let more = page.len() > limit as usize;
-    page.truncate(limit as usize);
-    let next_after = if more {
-        page.last().map(|m| m.seq)
-    } else {
-        None
-    };
-    Ok(Json(MessagePage {
-        data: page.iter().map(MessageView::from).collect(),
-        next_after,
-    }))
+    let mut page = crate::pages::MessagePageStream::new(
+        state.engine().store().clone(),
+        tenant,
+        id,
+        after,
+        limit,
+        state.inner.config.limits.max_page_bytes,
+    );
+    // The first read happens before the answer starts, so that an unknown conversation or a
+    // failing database is still a proper error answer.
+    page.prefetch().await?;
+    Ok(page.into_response())
 }
 
 /// The context the conversation would send next: the prompt and stats `recall context`
-/// prints.
+/// prints. A prompt over `max_context_bytes` is a 413 naming the limit.
 #[utoipa::path(post, path = "/v1/conversations/{id}/context", tag = "context",
     params(("id" = String, Path, description = "The conversation id")),
     request_body = Option<ContextBody>,
@@ -271,7 +269,13 @@ pub async fn context(
         escape: b.escape.unwrap_or(true),
     };
     let started = Instant::now();
-    let out = state.engine().context(&tenant, &id, &req).await?;
+    // A prompt over the limit is refused before it is rendered whole where the policy allows
+    // (see `Engine::context_within`).
+    let limit = state.inner.config.limits.max_context_bytes;
+    let out = state
+        .engine()
+        .context_within(&tenant, &id, &req, Some(limit))
+        .await?;
     let format = out.format.name();
     state.inner.metrics.context_built(format, started.elapsed());
     context_json(format, &out.prompt, &out.stats)

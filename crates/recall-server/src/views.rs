@@ -136,7 +136,8 @@ impl From<&StoredMessage> for MessageView {
     }
 }
 
-/// A page of messages.
+/// A page of messages: at most `limit` messages and at most `max_page_bytes` of their JSON
+/// (always at least one message).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MessagePage {
     pub data: Vec<MessageView>,
@@ -343,7 +344,8 @@ pub enum V1Errors {
     /// The request body did not arrive within the body timeout.
     #[response(status = 408)]
     Timeout(ErrorBody),
-    /// The body is over the size limit, or an append carries too many messages.
+    /// The body is over the size limit, an append carries too many messages, or a context's
+    /// prompt is over `max_context_bytes`.
     #[response(status = 413)]
     TooLarge(ErrorBody),
     /// A POST whose body is not declared `Content-Type: application/json`.

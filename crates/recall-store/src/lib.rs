@@ -46,6 +46,7 @@ mod codec;
 mod error;
 mod keys;
 mod model;
+mod options;
 mod postgres;
 mod search;
 mod sqlite;
@@ -60,6 +61,7 @@ pub use model::{
     core_measure, Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage,
     SearchHit, StoredMessage, StoredTask,
 };
+pub use options::{Durability, SqliteOptions};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use window::Window;
@@ -194,6 +196,11 @@ pub trait Store: Send + Sync {
 /// Opens the store a URL names: `postgres://…` / `postgresql://…`, or a SQLite file as
 /// `sqlite://PATH`, `sqlite:PATH` or a plain path. Runs migrations.
 pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
+    open_with(url, SqliteOptions::default()).await
+}
+
+/// [`open`] with the settings of a SQLite store (a PostgreSQL URL ignores them).
+pub async fn open_with(url: &str, sqlite: SqliteOptions) -> Result<Box<dyn Store>, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Box::new(PgStore::connect(url).await?))
     } else {
@@ -202,7 +209,7 @@ pub async fn open(url: &str) -> Result<Box<dyn Store>, StoreError> {
             .or_else(|| url.strip_prefix("sqlite:"))
             .unwrap_or(url);
         Ok(Box::new(
-            SqliteStore::open(std::path::Path::new(path)).await?,
+            SqliteStore::open_with(std::path::Path::new(path), sqlite).await?,
         ))
     }
 }

@@ -1,14 +1,14 @@
 //! `recall render` (FORMATS.md §6): read a conversation, select, render, print.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use recall_core::context::{build_context, ContextError, ContextRequest};
 use recall_core::parse::{parse_conversation, ParseOptions};
 
 use crate::cli::RenderArgs;
 use crate::exit::bad_input;
+use crate::input::{read_text, Source};
 
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let input = read_input(&args)?;
@@ -63,22 +63,9 @@ pub fn print_output(out: &recall_core::context::ContextOutput, stats: bool) -> a
 }
 
 fn read_input(args: &RenderArgs) -> anyhow::Result<String> {
-    let bytes = match &args.input {
-        Some(path) => std::fs::read(path)
-            .with_context(|| format!("cannot read {}", path.display()))
-            .map_err(|e| bad_input(format!("{e:#}")))?,
-        None => {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .context("cannot read stdin")?;
-            buf
-        }
+    let source = match &args.input {
+        Some(path) => Source::File(path),
+        None => Source::Stdin,
     };
-    String::from_utf8(bytes).map_err(|e| {
-        bad_input(format!(
-            "input is not valid UTF-8 (first bad byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ))
-    })
+    read_text(source, args.max_input_bytes)
 }

@@ -92,7 +92,11 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     init_logging(&a.log_format)?;
 
     let url = db::resolve(a.db.as_deref().or(file.db.as_deref()))?;
-    let engine = db::open(Some(&url), config.limits.engine_limits()).await?;
+    // The flag (or RECALL_DURABILITY) over the config file.
+    let durability = db::durability_flag()
+        .or(file.durability)
+        .unwrap_or_default();
+    let engine = db::open_with(Some(&url), config.limits.engine_limits(), durability).await?;
     let listener = recall_server::bind(addr, &config)
         .await
         .map_err(|e| match e {
@@ -129,8 +133,13 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("chat backends: {}", config.backends.names().join(", "));
     }
+    let durable = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        String::new()
+    } else {
+        format!(", durability {durability}")
+    };
     eprintln!(
-        "recall listening on http://{local} (database {})",
+        "recall listening on http://{local} (database {}{durable})",
         db::redact(&url)
     );
     recall_server::serve(listener, engine, config, recall_server::shutdown_signal())

@@ -16,6 +16,7 @@ use crate::cli::{
 };
 use crate::db;
 use crate::exit::bad_input;
+use crate::input::{read_text, Source};
 use crate::time::rfc3339;
 
 /// Maps an engine error to the CLI's exit statuses: the caller's fault (bad input, unknown
@@ -260,23 +261,12 @@ pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    let bytes = if a.file.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut b)
-            .context("cannot read stdin")?;
-        b
+    let source = if a.file.as_os_str() == "-" {
+        Source::Stdin
     } else {
-        std::fs::read(&a.file)
-            .map_err(|e| bad_input(format!("cannot read {}: {e}", a.file.display())))?
+        Source::File(&a.file)
     };
-    let text = String::from_utf8(bytes).map_err(|e| {
-        bad_input(format!(
-            "{} is not valid UTF-8 (first bad byte at offset {})",
-            a.file.display(),
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
+    let text = read_text(source, a.max_input_bytes)?;
     let engine = open(&a.store).await?;
     let target = match a.conversation {
         Some(id) => ImportTarget::Existing(id),

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::options::Durability;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::codec::{ConversationColumns, MessageColumns};
@@ -20,6 +21,8 @@ const IDLE_READERS: usize = 8;
 /// The connections to one database file.
 pub(super) struct Connections {
     path: PathBuf,
+    /// Set on every connection this store opens, readers opened later included.
+    durability: Durability,
     readers: Mutex<Vec<Connection>>,
     /// One writer: SQLite takes one write at a time anyway, and writes in this process queue
     /// here instead of in SQLite's busy handler.
@@ -35,13 +38,13 @@ impl std::fmt::Debug for Connections {
 }
 
 /// Opens a connection to the (existing, migrated) file.
-fn connect(path: &Path) -> Result<Connection, StoreError> {
+fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "synchronous", durability.sqlite_pragma())?;
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
@@ -84,19 +87,34 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Connections {
     /// Opens the writer and one reader; `SqliteStore::open` created and migrated the file.
-    pub(super) fn open(path: &Path) -> Result<Connections, StoreError> {
+    pub(super) fn open(path: &Path, durability: Durability) -> Result<Connections, StoreError> {
         Ok(Connections {
             path: path.to_path_buf(),
-            readers: Mutex::new(vec![connect(path)?]),
-            writer: Mutex::new(connect(path)?),
+            durability,
+            readers: Mutex::new(vec![connect(path, durability)?]),
+            writer: Mutex::new(connect(path, durability)?),
         })
+    }
+
+    /// `PRAGMA synchronous` as each kind of connection reads it back (a reader, the writer).
+    pub(super) fn synchronous_levels(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let level = |c: &Connection| -> Result<i64, StoreError> {
+            Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?)
+        };
+        let reader = self.reader()?;
+        let mut out = vec![("direct reader".to_string(), level(reader.conn()?)?)];
+        // A reader opened now, after the first: later connections get the setting too.
+        let fresh = connect(&self.path, self.durability)?;
+        out.push(("direct reader opened later".to_string(), level(&fresh)?));
+        out.push(("direct writer".to_string(), level(&lock(&self.writer))?));
+        Ok(out)
     }
 
     pub(super) fn reader(&self) -> Result<Reader<'_>, StoreError> {
         let idle = lock(&self.readers).pop();
         let conn = match idle {
             Some(c) => c,
-            None => connect(&self.path)?,
+            None => connect(&self.path, self.durability)?,
         };
         Ok(Reader {
             conns: self,

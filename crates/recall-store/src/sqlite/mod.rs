@@ -39,6 +39,7 @@ use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
     Appended, Conversation, NewConversation, NewMessage, SearchHit, StoredMessage, StoredTask,
 };
+use crate::options::{Durability, SqliteOptions};
 use crate::statements::{
     get_conversation_sql, list_conversations_sql, messages_page_sql, API_KEY_TENANT, GET_TASK,
     INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
@@ -69,8 +70,14 @@ fn is_busy(e: &sqlx::Error) -> bool {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database file at `path` and runs migrations.
+    /// Opens (creating if needed) the database file at `path` and runs migrations, with the
+    /// default settings.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// [`SqliteStore::open`] with `options` (durability) applied to every connection.
+    pub async fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() && !dir.exists() {
                 std::fs::create_dir_all(dir).map_err(|e| {
@@ -85,7 +92,10 @@ impl SqliteStore {
         let opts = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)
-            .synchronous(SqliteSynchronous::Normal)
+            .synchronous(match options.durability {
+                Durability::Normal => SqliteSynchronous::Normal,
+                Durability::Full => SqliteSynchronous::Full,
+            })
             .foreign_keys(true)
             .busy_timeout(conn::BUSY_TIMEOUT);
         let pool = SqlitePoolOptions::new()
@@ -115,13 +125,31 @@ impl SqliteStore {
         let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
         MIGRATIONS.run(&mut tx).await?;
         tx.commit().await?;
-        let conns = Arc::new(Connections::open(path)?);
+        let conns = Arc::new(Connections::open(path, options.durability)?);
         let writer = Arc::new(Writer::start(Arc::clone(&conns))?);
         Ok(SqliteStore {
             pool,
             conns,
             writer,
         })
+    }
+
+    /// `PRAGMA synchronous` on every kind of connection the store holds (1 NORMAL, 2 FULL),
+    /// named: the sqlx pool's and the rusqlite readers' and writer's.
+    pub async fn synchronous_levels(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut held = Vec::new();
+        let mut out = Vec::new();
+        for i in 0..self.pool.options().get_max_connections() {
+            let mut conn = self.pool.acquire().await?;
+            let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut *conn)
+                .await?;
+            out.push((format!("sqlx pool connection {i}"), level));
+            held.push(conn);
+        }
+        drop(held);
+        out.extend(self.conns.synchronous_levels()?);
+        Ok(out)
     }
 
     /// The sqlx pool that migrated the file (for tests and tools; the store itself runs on

@@ -1,0 +1,178 @@
+//! A stored conversation's context, with an optional limit on the size of its prompt.
+//!
+//! A server must not hold a prompt it will refuse: a conversation of 200 messages of 1 MB and
+//! `max_tokens: 1e8` would otherwise be read (200 MB), rendered (200 MB more) and serialised
+//! before anyone looks at its size. Under a limit of `L` bytes the window is first read with
+//! an extra character budget of `L` (a *guard*; characters never outnumber the UTF-8 bytes
+//! they are written in), so at most about `L` characters of history are read. That read
+//! decides the answer in every case that matters:
+//! - when it holds no more than `L` characters (or the whole conversation), the guard did not
+//!   move the window's start: it is the window the policy reads, and its prompt is the answer
+//!   (refused if over `L`);
+//! - otherwise the guard cut the read short. The policy's own selection over what was read
+//!   keeps a subset of what it keeps over the whole window (the walk goes newest first, and a
+//!   window starts on a cut point), so a prompt over `L` already proves the whole one is: it
+//!   is refused without reading more. Only a prompt under `L` from more than `L` measured
+//!   characters (tool inputs that a text format does not print) needs the full read.
+//!
+//! Stable windows (their start is persisted per budget) and policies with per-message caps
+//! (the store ignores budgets for them) are read as before and checked once rendered.
+
+use recall_core::context::{assemble, ContextOutput, ContextRequest, Gathered, Resolved};
+use recall_core::policy::{Policy, TrimMode};
+use recall_core::render::Prompt;
+use recall_store::{Conversation, Window};
+
+use crate::{resolve, Engine, EngineError};
+
+impl Engine {
+    /// [`Engine::context`] refused with [`EngineError::ContextTooLarge`] when the prompt
+    /// (a text prompt's UTF-8 bytes, a JSON prompt's compact serialisation) is over
+    /// `max_bytes`; `None` is no limit. Under a limit, the history read for the check is
+    /// about `max_bytes` characters at most (see the module documentation).
+    pub async fn context_within(
+        &self,
+        tenant: &str,
+        id: &str,
+        req: &ContextRequest,
+        max_bytes: Option<usize>,
+    ) -> Result<ContextOutput, EngineError> {
+        // Most conversations have no stored policy: the request alone then decides, and the
+        // conversation and its window come back from one statement. When the stored policy
+        // changes the outcome, the window is read again under the right one (a
+        // conversation's policy and system prompt never change, so the two reads agree).
+        let (conv, window, resolved) = match req.resolve(None) {
+            Ok(guess) => {
+                let (conv, window) = self
+                    .store
+                    .conversation_window(tenant, id, &guarded(&guess.policy, max_bytes))
+                    .await?;
+                let resolved = resolve(&conv, req)?;
+                if resolved == guess {
+                    (conv, window, resolved)
+                } else {
+                    let window = self
+                        .store
+                        .context_window(tenant, id, &guarded(&resolved.policy, max_bytes))
+                        .await?;
+                    (conv, window, resolved)
+                }
+            }
+            // The request alone may not make a valid policy while the stored one repairs
+            // it: the stored policy decides, as before.
+            Err(_) => {
+                let conv = self.store.get_conversation(tenant, id).await?;
+                let resolved = resolve(&conv, req)?;
+                let window = self
+                    .store
+                    .context_window(tenant, id, &guarded(&resolved.policy, max_bytes))
+                    .await?;
+                (conv, window, resolved)
+            }
+        };
+        let Some(limit) = max_bytes else {
+            return build(&conv, window, req, resolved);
+        };
+        let cut_short = guarded(&resolved.policy, max_bytes) != resolved.policy
+            && window.older > 0
+            && window.messages.iter().map(|h| h.measure.chars).sum::<u64>() > limit as u64;
+        let out = build(&conv, window, req, resolved.clone())?;
+        let size = prompt_bytes(&out.prompt);
+        if size > limit {
+            return Err(EngineError::ContextTooLarge {
+                size,
+                at_least: cut_short,
+                limit,
+            });
+        }
+        if !cut_short {
+            return Ok(out);
+        }
+        // Many measured characters, few rendered bytes: the full read decides.
+        drop(out);
+        let window = self
+            .store
+            .context_window(tenant, id, &resolved.policy)
+            .await?;
+        let out = build(&conv, window, req, resolved)?;
+        let size = prompt_bytes(&out.prompt);
+        if size > limit {
+            return Err(EngineError::ContextTooLarge {
+                size,
+                at_least: false,
+                limit,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The policy the window is read under: `policy`, with a character budget of `max_bytes` when
+/// that bounds the read (a sliding window without caps) and the policy has none as tight.
+fn guarded(policy: &Policy, max_bytes: Option<usize>) -> Policy {
+    let mut p = policy.clone();
+    if let Some(limit) = max_bytes {
+        if p.trim == TrimMode::Sliding && !p.has_caps() {
+            let limit = limit as u64;
+            p.max_chars = Some(p.max_chars.map_or(limit, |c| c.min(limit)));
+        }
+    }
+    p
+}
+
+/// Selection and rendering over a window read from the store.
+fn build(
+    conv: &Conversation,
+    window: Window,
+    req: &ContextRequest,
+    resolved: Resolved,
+) -> Result<ContextOutput, EngineError> {
+    let mut system_parts: Vec<String> = conv
+        .system_prompt
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .cloned()
+        .collect();
+    system_parts.extend(
+        window
+            .system_parts
+            .into_iter()
+            .filter(|s| !s.trim().is_empty()),
+    );
+    let gathered = Gathered {
+        system_parts,
+        history: window.messages,
+        older: window.older,
+        window_start: 0,
+        skipped: 0,
+        warnings: Vec::new(),
+    };
+    Ok(assemble(gathered, req, resolved)?)
+}
+
+/// The size of a prompt as an answer carries it: a text prompt's bytes (before JSON
+/// escaping), a JSON prompt's compact serialisation, counted without building it.
+pub fn prompt_bytes(prompt: &Prompt) -> usize {
+    match prompt {
+        Prompt::Text(s) => s.len(),
+        Prompt::Json(v) => {
+            let mut counter = ByteCounter(0);
+            // Writing to a counter cannot fail, and a `Value` always serialises.
+            let _ = serde_json::to_writer(&mut counter, v);
+            counter.0
+        }
+    }
+}
+
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
