@@ -248,8 +248,8 @@ cmd_start() {
   mkdir -p "$RUN_DIR"
   local pid port
   if pid="$(server_pid)"; then
-    port="$(sed -n 's/^PORT=//p' "$STATE")"
-    if healthy "$port"; then
+    port="$(sed -n 's/^PORT=//p' "$STATE" 2>/dev/null || true)"
+    if [ -n "$port" ] && healthy "$port"; then
       log "llama-server already runs (pid $pid)"
       grep '^OPENAI_BASE_URL=' "$STATE"
       return 0
