@@ -1,0 +1,201 @@
+//! Tidy: the workspace rules that docs/ARCHITECTURE.md states and no compiler checks, kept
+//! true by a test (as rust-analyzer keeps its own). Each check names the file and the rule.
+//!
+//! - every source file (`crates/*/src/**/*.rs`) opens with a `//!` header saying what it is;
+//! - no source file is longer than [`MAX_LINES`] lines;
+//! - recall-core depends on no runtime, database or HTTP crate (it is pure);
+//! - `anyhow` is a dependency of the binary crate only (libraries return typed errors);
+//! - docs/ARCHITECTURE.md has a row for every crate, and names no crate that does not exist.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The longest a source file may be. Past it a file is doing more than one job.
+const MAX_LINES: usize = 800;
+
+/// Crates recall-core may not depend on: anything that does I/O or needs a runtime.
+const IMPURE: [&str; 8] = [
+    "tokio", "sqlx", "reqwest", "rusqlite", "hyper", "axum", "rmcp", "futures",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn crate_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    dirs.sort();
+    assert!(
+        dirs.len() >= 8,
+        "crates/ not found from {}",
+        root().display()
+    );
+    dirs
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn source_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for c in crate_dirs() {
+        rust_files(&c.join("src"), &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// The names in one `[section]` of a Cargo.toml (a small reader: keys at the start of a
+/// line up to `=` or `.`).
+fn section_keys(toml: &str, section: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut inside = false;
+    for line in toml.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            inside = t == format!("[{section}]");
+            continue;
+        }
+        if inside && !t.is_empty() && !t.starts_with('#') {
+            let key: String = t
+                .chars()
+                .take_while(|c| !matches!(c, '=' | '.' | ' '))
+                .collect();
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+fn relative(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
+
+#[test]
+fn every_source_file_has_a_header() {
+    let missing: Vec<String> = source_files()
+        .into_iter()
+        .filter(|f| {
+            let text = fs::read_to_string(f).unwrap();
+            !text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.starts_with("//!"))
+        })
+        .map(|f| relative(&f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "these files do not open with a `//!` header saying what they hold: {missing:#?}"
+    );
+}
+
+#[test]
+fn no_source_file_is_too_long() {
+    let long: Vec<String> = source_files()
+        .into_iter()
+        .filter_map(|f| {
+            let n = fs::read_to_string(&f).unwrap().lines().count();
+            (n > MAX_LINES).then(|| format!("{} ({n} lines)", relative(&f)))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "source files over {MAX_LINES} lines (split them by job): {long:#?}"
+    );
+}
+
+#[test]
+fn recall_core_stays_pure() {
+    let toml = fs::read_to_string(root().join("crates/recall-core/Cargo.toml")).unwrap();
+    let deps = section_keys(&toml, "dependencies");
+    let bad: Vec<&String> = deps
+        .iter()
+        .filter(|d| IMPURE.contains(&d.as_str()))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "recall-core must do no I/O, but depends on {bad:?}"
+    );
+    // Nor may its code reach for the clock, the environment or the file system.
+    for f in {
+        let mut v = Vec::new();
+        rust_files(&root().join("crates/recall-core/src"), &mut v);
+        v
+    } {
+        let text = fs::read_to_string(&f).unwrap();
+        for needle in [
+            "std::fs",
+            "std::env",
+            "std::net",
+            "SystemTime",
+            "Instant::now",
+        ] {
+            assert!(
+                !text.contains(needle),
+                "{} uses {needle}: recall-core is pure",
+                relative(&f)
+            );
+        }
+    }
+}
+
+#[test]
+fn anyhow_only_in_the_binary() {
+    for c in crate_dirs() {
+        let name = c.file_name().unwrap().to_string_lossy().to_string();
+        let toml = fs::read_to_string(c.join("Cargo.toml")).unwrap();
+        if name != "recall-cli" {
+            assert!(
+                !section_keys(&toml, "dependencies").contains(&"anyhow".to_string()),
+                "{name} depends on anyhow: libraries return typed errors (thiserror)"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_architecture_doc_names_every_crate() {
+    let doc = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let names: Vec<String> = crate_dirs()
+        .iter()
+        .map(|c| c.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    for n in &names {
+        assert!(
+            doc.contains(&format!("| `{n}` |")),
+            "docs/ARCHITECTURE.md has no row for {n}"
+        );
+    }
+    // And no row for a crate that is gone.
+    for line in doc.lines().filter(|l| l.starts_with("| `recall-")) {
+        let named: String = line
+            .trim_start_matches("| `")
+            .chars()
+            .take_while(|c| *c != '`')
+            .collect();
+        assert!(
+            names.contains(&named),
+            "docs/ARCHITECTURE.md describes {named}, which is not in crates/"
+        );
+    }
+}
