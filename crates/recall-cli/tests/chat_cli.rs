@@ -343,3 +343,34 @@ async fn a_backend_failure_exits_1_and_keeps_the_user_turn() {
     let v: Value = serde_json::from_slice(&show.stdout).expect("json");
     assert_eq!(v["message_count"], 1, "{v}");
 }
+
+/// An API backend chosen with `--backend` but not configured (no key, no base URL) is refused
+/// before anything is stored: no conversation is created, and the error says what to set.
+#[test]
+fn an_unconfigured_api_backend_stores_nothing() {
+    let env = env();
+    for (backend, names) in [
+        ("anthropic", "ANTHROPIC_API_KEY"),
+        ("openai", "OPENAI_BASE_URL"),
+    ] {
+        let out = recall(&env)
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .args(["chat", "--backend", backend])
+            .write_stdin("hello")
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(names), "{backend}: {stderr}");
+        let list = recall(&env)
+            .args(["conversations", "list", "--json"])
+            .output()
+            .expect("run");
+        assert_eq!(
+            String::from_utf8_lossy(&list.stdout),
+            "",
+            "{backend}: a conversation was created"
+        );
+    }
+}

@@ -13,7 +13,7 @@
 //!   into a new conversation (parsing, measuring on every core, one transaction).
 //! - `context_sqlite/statement`, `context_pg/statement`: one `SELECT 1` through the store's
 //!   pool, the cost of a round trip that every statement above pays.
-//! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_BENCH_PG_URL`, default
+//! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_TEST_PG_URL`, default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`; a database of its own is created and
 //!   dropped). Skipped with a notice when the server cannot be reached.
 //!
@@ -42,7 +42,6 @@ use recall_engine::store::{
     Durability, NewConversation, NewMessage, PgStore, SqliteOptions, SqliteStore, Store,
 };
 use recall_engine::{Engine, ImportTarget, Limits, DEFAULT_TENANT as T};
-use sqlx::Connection;
 
 #[path = "../../recall-core/benches/common/workload.rs"]
 mod workload;
@@ -343,89 +342,16 @@ fn import_sqlite(c: &mut Criterion) {
     g.finish();
 }
 
-/// The admin URL of the PostgreSQL server the bench uses.
-fn pg_admin_url() -> String {
-    std::env::var("RECALL_BENCH_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
-}
-
-/// A fresh database on the server, dropped when this is dropped.
-struct PgDatabase {
-    admin: String,
-    name: String,
-}
-
-impl PgDatabase {
-    async fn create(admin: &str) -> Result<PgDatabase, String> {
-        let connect = sqlx::PgConnection::connect(admin);
-        let mut conn = tokio::time::timeout(Duration::from_secs(5), connect)
-            .await
-            .map_err(|_| "connection timed out".to_string())?
-            .map_err(|e| e.to_string())?;
-        let name = format!("recall_bench_{}", std::process::id());
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .map_err(|e| e.to_string())?;
-        conn.close().await.ok();
-        Ok(PgDatabase {
-            admin: admin.to_string(),
-            name,
-        })
-    }
-
-    /// The admin URL with this database's name in place of the admin database.
-    fn url(&self) -> String {
-        let (base, query) = match self.admin.split_once('?') {
-            Some((b, q)) => (b, format!("?{q}")),
-            None => (self.admin.as_str(), String::new()),
-        };
-        let scheme_end = base.find("://").map_or(0, |i| i + 3);
-        let authority_end = base[scheme_end..]
-            .find('/')
-            .map_or(base.len(), |i| scheme_end + i);
-        format!("{}/{}{query}", &base[..authority_end], self.name)
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        let admin = self.admin.clone();
-        let name = self.name.clone();
-        // Drop may run inside a runtime: drop the database from a thread of its own.
-        let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let mut conn = sqlx::PgConnection::connect(&admin).await?;
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn)
-                    .await?;
-                conn.close().await
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!("warning: could not drop bench database {}", self.name);
-        }
-    }
-}
-
 fn context_pg(c: &mut Criterion) {
     const N: usize = 10_000;
     let rt = runtime();
-    let admin = pg_admin_url();
-    let db = match rt.block_on(PgDatabase::create(&admin)) {
-        Ok(db) => db,
-        Err(why) => {
-            eprintln!("notice: PostgreSQL at {admin} is unreachable ({why}); skipping context_pg");
-            return;
-        }
+    // The tests' helper: a fresh database on RECALL_TEST_PG_URL's server, dropped at the end
+    // (None, after a notice, when the server is unreachable).
+    let Some(db) = rt.block_on(recall_testkit::pg::pg_database()) else {
+        return;
     };
     let store = rt
-        .block_on(PgStore::connect(&db.url()))
+        .block_on(PgStore::connect(&db.url))
         .expect("connect bench database");
     let id = rt
         .block_on(store.create_conversation(T, NewConversation::default()))
