@@ -28,8 +28,13 @@ if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q " $SCHEMATHESIS_VE
     "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-cargo build --release -q -p recall-cli
-recall="${CARGO_TARGET_DIR:-target}/release/recall"
+# RECALL_BIN: a recall binary to test instead of building the release one.
+if [ -n "${RECALL_BIN:-}" ]; then
+  recall=$RECALL_BIN
+else
+  cargo build --release -q -p recall-cli
+  recall="${CARGO_TARGET_DIR:-target}/release/recall"
+fi
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/recall-schemathesis.XXXXXX")
 server=

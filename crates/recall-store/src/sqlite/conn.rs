@@ -105,7 +105,7 @@ impl Connections {
         let mut out = vec![("direct reader".to_string(), level(reader.conn()?)?)];
         // A reader opened now, after the first: later connections get the setting too.
         let fresh = connect(&self.path, self.durability)?;
-        out.push(("direct reader opened later".to_string(), level(&fresh)?));
+        out.push(("new direct reader".to_string(), level(&fresh)?));
         out.push(("direct writer".to_string(), level(&lock(&self.writer))?));
         Ok(out)
     }
