@@ -2,6 +2,8 @@
 //! binary and a fake Anthropic server (memory across turns, and a negative control without
 //! history), piped turns against the Anthropic backend, and the errors a user meets first.
 //! The interactive REPL is tested in `chat_repl.rs`.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::Output;

@@ -1,6 +1,8 @@
 //! The `recall chat` REPL driven as a person would drive it: in a real terminal (tmux), keys
 //! sent with `send-keys`, the screen read with `capture-pane`. The model is a fake Anthropic
 //! server that streams its reply in two parts with a pause between them.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::Command as Std;

@@ -9,6 +9,8 @@
 //! ```text
 //! cargo test -p recall-cli --release --test large_reads -- --ignored --nocapture
 //! ```
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};

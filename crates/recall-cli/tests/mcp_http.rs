@@ -8,6 +8,8 @@
 //!   is skipped with a notice, except when `CI=true`, where it fails.
 //! - Raw JSON-RPC over HTTP (no Python needed): authentication, isolation between tenants,
 //!   `--no-auth` acting as the default tenant, the Host check, the stateless transport.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

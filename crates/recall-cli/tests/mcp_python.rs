@@ -6,6 +6,8 @@
 //! The interpreter is `RECALL_MCP_PYTHON`, else the venv `scripts/setup.sh` creates
 //! (`.tools/venv`). Without it the test is skipped with a notice, except when `CI=true`, where
 //! it fails.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -6,6 +6,8 @@
 //! the reply names it. The same stored history with the window cut to the newest turn
 //! (`--max-turns 1`) does not, which shows the answer came from the history recall sent.
 //! Outside CI a missing model skips the test with a note; in CI (`CI=true`) it fails.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::process::Command as StdCommand;

@@ -1,4 +1,6 @@
 //! `recall render` as a user runs it: a real process, real stdin/stdout/stderr, exit codes.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use assert_cmd::Command;
 use predicates::prelude::*;

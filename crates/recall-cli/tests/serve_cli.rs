@@ -1,5 +1,7 @@
 //! `recall serve` and `recall keys` as a user runs them: real processes, a real SQLite file,
 //! real HTTP on 127.0.0.1.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command as StdCommand, Stdio};

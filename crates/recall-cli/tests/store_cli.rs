@@ -1,4 +1,6 @@
 //! The store commands as a user runs them: real processes on a real SQLite file.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use assert_cmd::Command;
 use predicates::prelude::*;

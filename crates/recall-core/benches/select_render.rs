@@ -10,6 +10,8 @@
 //! `render(Format::Transcript, …)` with escaping on.
 //!
 //! Run: `cargo bench -p recall-core --bench select_render`
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -23,6 +23,8 @@
 //! `Tokenizer::count` for texts of up to 2 KiB).
 //!
 //! Run: `cargo bench -p recall-core --bench tokens`
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -4,6 +4,8 @@
 //! from the code. A block holds what `recall render` prints: the prompt, then a newline when
 //! the prompt does not end with one (JSON formats are printed with a final newline; a code
 //! block always ends with one).
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_core::{
     build_context, parse_conversation, ContextRequest, Format, ParseOptions, PolicyOverrides,

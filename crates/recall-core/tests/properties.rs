@@ -23,6 +23,8 @@
 //! blocks and system messages; text mixes every turn label, `---`, the xml tags, multi-byte
 //! characters and every kind of line break, and disguised structure (labels in other case,
 //! fullwidth or behind invisible characters, tags mid-line, the framing line, task headers).
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 

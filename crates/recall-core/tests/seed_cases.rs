@@ -7,6 +7,8 @@
 //!   the native formats `anthropic` and `openai`.
 //! - `seed_003`: the MCP task orchestrator's `conversation_history` (validation, truncation,
 //!   the agent-prompt section) → `task`.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_core::policy::Count;
 use recall_core::{

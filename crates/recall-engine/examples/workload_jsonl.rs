@@ -5,6 +5,8 @@
 //! measure.
 //!
 //! Run: `cargo run --release -p recall-engine --example workload_jsonl -- 10000 > conv.jsonl`
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;

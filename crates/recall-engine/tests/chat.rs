@@ -1,5 +1,7 @@
 //! The chat turn against fake Anthropic and OpenAI servers on loopback HTTP: what is stored,
 //! what is sent, and what survives a broken or cancelled stream.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! Size limits of the engine's use cases: a context's prompt under `max_context_bytes`
 //! (`Engine::context_within`) and imports that hold nothing valid.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_core::context::ContextRequest;
 use recall_core::policy::{Format, PolicyOverrides, TrimMode};

@@ -1,4 +1,6 @@
 //! The Anthropic adapter against a fake Messages API server on real loopback HTTP.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

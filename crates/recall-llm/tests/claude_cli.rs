@@ -1,5 +1,7 @@
 //! The Claude Code CLI adapter against a fake `claude` shell script: a real subprocess, real
 //! pipes, real process groups.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

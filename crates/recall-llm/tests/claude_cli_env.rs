@@ -1,6 +1,8 @@
 //! The CLI child's environment: the configured API key is injected into the environment and
 //! never into argv or stdin; `CLAUDECODE` is removed; nothing is injected when no key is
 //! configured. One test in its own binary, because it changes this process's environment.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

@@ -4,6 +4,8 @@
 //! The binary is found through `RECALL_CLAUDE_PATH` (scripts/test.sh sets it), the
 //! project-local install `.tools/node_modules/.bin/claude` (scripts/setup.sh), or `PATH`.
 //! Without it the test fails when `CI=true` and is skipped with a notice otherwise.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

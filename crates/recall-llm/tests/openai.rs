@@ -1,4 +1,6 @@
 //! The OpenAI-compatible adapter against a fake chat completions server on loopback HTTP.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

@@ -1,6 +1,8 @@
 //! `append_message` through the MCP handler on a real SQLite file: a client id reused for a
 //! different message is a tool error naming the id and its seq (issue 16, defect 2), and
 //! nothing is stored; the same message again is a duplicate.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_engine::{Engine, Limits};
 use recall_mcp::RecallMcp;

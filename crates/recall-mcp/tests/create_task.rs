@@ -2,6 +2,8 @@
 //! seed 003 (valid history, truncation at 150 and 8192 characters, invalid structures with
 //! the exact warnings, empty list, non-list, None entries, unicode) and the brief's history
 //! section exactly as FORMATS.md §4.4.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_core::context::{build_context, ContextRequest};
 use recall_core::parse::{parse_conversation, ParseOptions};

@@ -17,6 +17,8 @@
 //! Arguments: the server's address, N (default 1000), seconds under load (default 60). The
 //! body clients POST to `/v1/conversations` without a key, so run the server with `--no-auth`
 //! (or expect 401s, which end those connections early).
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

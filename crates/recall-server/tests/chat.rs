@@ -1,6 +1,8 @@
 //! Chat over HTTP against a fake Anthropic server on loopback, on SQLite and on PostgreSQL:
 //! server-sent events, the WebSocket, tool use, a client that disconnects mid-stream, backend
 //! failures, bad requests and tenant isolation of the chat routes.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[macro_use]
 mod common;

@@ -2,6 +2,8 @@
 //! `--no-auth` server through a browser (Host, Origin, Content-Type), made-up methods and
 //! paths against `/metrics`, slow and idle connections, too many connections, oversized
 //! WebSocket frames, and malformed cursors and MCP bodies.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[macro_use]
 mod common;

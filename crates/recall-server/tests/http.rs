@@ -1,6 +1,8 @@
 //! The REST API over real HTTP on 127.0.0.1, on SQLite and on PostgreSQL: every route, its
 //! statuses and error shapes, authentication, tenant isolation, limits, and the operational
 //! routes.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[macro_use]
 mod common;

@@ -1,6 +1,8 @@
 //! Large reads over real HTTP, on SQLite and PostgreSQL: pages of messages capped by bytes as
 //! well as by count (and written out as they are read), and contexts over
 //! `max_context_bytes` refused with a 413 naming the limit.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[macro_use]
 mod common;

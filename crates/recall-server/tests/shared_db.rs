@@ -1,5 +1,7 @@
 //! Two server instances on one database, clients appending to one conversation through both
 //! at once: seqs stay gapless and every message is stored exactly once.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[macro_use]
 mod common;

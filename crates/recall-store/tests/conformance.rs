@@ -3,6 +3,8 @@
 //!
 //! PostgreSQL: `RECALL_TEST_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`);
 //! unreachable → skipped with a notice, or a failure when `CI=true`.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -3,6 +3,8 @@
 //! moment, reopens the database and checks that every acknowledged message is there exactly
 //! once, in order, with gapless seqs. The next child resumes after the last reported message,
 //! so whatever was committed but not reported is sent again and must be recognised as a retry.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

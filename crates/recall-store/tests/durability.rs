@@ -1,5 +1,7 @@
 //! The durability setting reaches every connection the SQLite store opens: sqlx's pool and the
 //! direct (rusqlite) writer and readers, including readers opened after the store was.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_core::message::{Message, Role};
 use recall_store::{Durability, NewConversation, NewMessage, SqliteOptions, SqliteStore, Store};

@@ -1,5 +1,7 @@
 //! Tasks and full-text search, run against SQLite (a temporary file) and PostgreSQL (a fresh
 //! database per test; unreachable → skipped with a notice, or a failure when `CI=true`).
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

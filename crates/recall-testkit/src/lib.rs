@@ -7,6 +7,8 @@
 //! dropped connection. [`anthropic`] and [`openai`] build the providers' SSE wire formats
 //! byte for byte as PROTOCOLS.md frames them, so the real adapters (and the real `claude`
 //! binary) can be driven offline.
+// Test support: a panic here is a failing test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod pg;
 

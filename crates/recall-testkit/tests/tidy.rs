@@ -5,7 +5,11 @@
 //! - no source file is longer than [`MAX_LINES`] lines;
 //! - recall-core depends on no runtime, database or HTTP crate (it is pure);
 //! - `anyhow` is a dependency of the binary crate only (libraries return typed errors);
+//! - clippy's `unwrap_used` and `expect_used` are denied workspace-wide, and every crate
+//!   inherits the workspace lints;
 //! - docs/ARCHITECTURE.md has a row for every crate, and names no crate that does not exist.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -170,6 +174,26 @@ fn anyhow_only_in_the_binary() {
                 "{name} depends on anyhow: libraries return typed errors (thiserror)"
             );
         }
+    }
+}
+
+#[test]
+fn lints_are_the_workspace_lints() {
+    let toml = fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let clippy = section_keys(&toml, "workspace.lints.clippy");
+    for lint in ["unwrap_used", "expect_used"] {
+        assert!(
+            clippy.contains(&lint.to_string()),
+            "[workspace.lints.clippy] must deny {lint}"
+        );
+    }
+    for c in crate_dirs() {
+        let toml = fs::read_to_string(c.join("Cargo.toml")).unwrap();
+        assert!(
+            section_keys(&toml, "lints").contains(&"workspace".to_string()),
+            "{} does not inherit the workspace lints ([lints] workspace = true)",
+            relative(&c)
+        );
     }
 }
 

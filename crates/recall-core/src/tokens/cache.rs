@@ -229,7 +229,7 @@ fn key<const N: usize>(text: &[u8], start: usize, len: usize) -> [u64; N] {
     match text.get(start..start + 8 * N) {
         Some(window) => {
             for (w, chunk) in words.iter_mut().zip(window.chunks_exact(8)) {
-                *w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+                *w = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
             }
         }
         None => words = padded_words(&text[start..start + len]),
@@ -250,7 +250,7 @@ fn padded_words<const N: usize>(piece: &[u8]) -> [u64; N] {
     buf[..piece.len()].copy_from_slice(piece);
     let mut words = [0u64; N];
     for (w, chunk) in words.iter_mut().zip(buf.chunks_exact(8)) {
-        *w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        *w = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
     }
     words
 }
@@ -297,13 +297,15 @@ thread_local! {
 /// thread is being torn down, or the table is already in use further up the stack).
 pub(crate) fn with<R>(f: impl FnOnce(Option<&mut PieceCache>) -> R) -> R {
     let mut f = Some(f);
-    let r = CACHE.try_with(|cell| match cell.try_borrow_mut() {
-        Ok(mut guard) => (f.take().expect("called once"))(Some(&mut guard)),
-        Err(_) => (f.take().expect("called once"))(None),
+    let r = CACHE.try_with(|cell| {
+        let mut guard = cell.try_borrow_mut().ok();
+        f.take().map(|f| f(guard.as_deref_mut()))
     });
-    match r {
-        Ok(r) => r,
-        Err(_) => (f.take().expect("not yet called"))(None),
+    match (r, f) {
+        (Ok(Some(r)), _) => r,
+        // The thread is being torn down: `try_with` did not run the closure.
+        (_, Some(f)) => f(None),
+        (_, None) => unreachable!("the closure took `f` and returned its result"),
     }
 }
 

@@ -107,7 +107,7 @@ fn bytes_in(x: u64, lo: u8, hi: u8) -> u64 {
 #[inline(always)]
 fn run_of(b: &[u8], mut i: usize, classes: u16, mask: impl Fn(u64) -> u64) -> (usize, u8) {
     while let Some(chunk) = b.get(i..i + 8) {
-        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
         let n = ((mask(x) ^ HIGH_BITS).trailing_zeros() / 8) as usize;
         i += n;
         if n < 8 {
