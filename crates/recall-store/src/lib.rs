@@ -138,13 +138,16 @@ pub trait Store: Send + Sync {
     /// The messages a context under `policy` can need: the newest messages from a start
     /// found from the stored running totals, and, for stable windows,
     /// the persisted window start (created here on first use, then advanced by appends; one
-    /// left behind is caught up here).
+    /// left behind is caught up here). The window of [`Store::conversation_window`]; both
+    /// engines read the two together.
     async fn context_window(
         &self,
         tenant: &str,
         id: &str,
         policy: &Policy,
-    ) -> Result<Window, StoreError>;
+    ) -> Result<Window, StoreError> {
+        Ok(self.conversation_window(tenant, id, policy).await?.1)
+    }
 
     /// The conversation and its [`Store::context_window`] under `policy`, read together: one
     /// statement when the stable window (if any) is current and no repair calls for older

@@ -260,15 +260,6 @@ impl Store for PgStore {
         rows.iter().map(|r| stored_at(r, 0)).collect()
     }
 
-    async fn context_window(
-        &self,
-        tenant: &str,
-        id: &str,
-        policy: &Policy,
-    ) -> Result<Window, StoreError> {
-        Ok(self.conversation_window(tenant, id, policy).await?.1)
-    }
-
     async fn conversation_window(
         &self,
         tenant: &str,

@@ -328,15 +328,6 @@ impl Store for SqliteStore {
         Ok(page)
     }
 
-    async fn context_window(
-        &self,
-        tenant: &str,
-        id: &str,
-        policy: &Policy,
-    ) -> Result<Window, StoreError> {
-        Ok(self.conversation_window(tenant, id, policy).await?.1)
-    }
-
     /// Read on the calling thread (see `window.rs`); a stable window's state that had to be
     /// caught up is saved after the read, by the writer.
     async fn conversation_window(
