@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use recall_core::message::{Content, Role};
 use recall_engine::llm::{
-    AnthropicBackend, AnthropicConfig, Backend, BackendErrorKind, BackendEvent, OpenAiBackend,
-    OpenAiConfig, RetryPolicy,
+    AnthropicBackend, Backend, BackendErrorKind, BackendEvent, HttpConfig, OpenAiBackend,
+    RetryPolicy,
 };
 use recall_engine::store::{MessageStatus, NewConversation, StoredMessage};
 use recall_engine::{ChatTurn, Engine, EngineError, Limits, TurnEvent};
@@ -27,7 +27,7 @@ async fn engine(dir: &tempfile::TempDir) -> Engine {
 }
 
 fn anthropic_backend(server: &FakeServer) -> AnthropicBackend {
-    let mut c = AnthropicConfig::with_key("sk-ant-test-key");
+    let mut c = HttpConfig::anthropic().with_key("sk-ant-test-key");
     c.base_url = server.base_url();
     c.retry = RetryPolicy::none();
     AnthropicBackend::new(c).expect("backend")
@@ -500,11 +500,11 @@ async fn openai_turns_work_the_same_way() {
         openai::done(),
     ])])
     .await;
-    let backend = OpenAiBackend::new(OpenAiConfig {
+    let backend = OpenAiBackend::new(HttpConfig {
         base_url: server.base_url(),
         model: "local-model".into(),
         retry: RetryPolicy::none(),
-        ..OpenAiConfig::default()
+        ..HttpConfig::openai()
     })
     .expect("backend");
     assert_eq!(backend.name(), "openai");

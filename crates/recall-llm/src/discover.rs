@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::{AnthropicConfig, ApiKey, BackendConfig, ClaudeCliConfig, OpenAiConfig, PromptFormat};
+use crate::{ApiKey, BackendConfig, ClaudeCliConfig, HttpConfig, PromptFormat};
 
 /// The kinds of backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,9 +164,9 @@ fn build(
 ) -> Discovered {
     let config = match kind {
         BackendKind::Anthropic => {
-            let mut c = AnthropicConfig {
+            let mut c = HttpConfig {
                 api_key: env("ANTHROPIC_API_KEY").map(ApiKey::new),
-                ..AnthropicConfig::default()
+                ..HttpConfig::anthropic()
             };
             if let Some(url) = env("ANTHROPIC_BASE_URL") {
                 c.base_url = url;
@@ -178,9 +178,9 @@ fn build(
             BackendConfig::Anthropic(c)
         }
         BackendKind::OpenAi => {
-            let mut c = OpenAiConfig {
+            let mut c = HttpConfig {
                 api_key: env("OPENAI_API_KEY").map(ApiKey::new),
-                ..OpenAiConfig::default()
+                ..HttpConfig::openai()
             };
             if let Some(url) = env("OPENAI_BASE_URL") {
                 c.base_url = url;

@@ -327,49 +327,132 @@ async fn forward(em: &mut Emitter, out: &mut Vec<BackendEvent>) -> bool {
     !em.finished()
 }
 
-/// What an HTTP provider (Anthropic, OpenAI) brings to a streamed call; [`stream_call`] does
-/// the rest the same way for both: encode, send with retries, check the content type, decode
-/// the SSE body in a task of its own.
-pub(crate) struct ProviderCall<'a> {
-    pub client: &'a reqwest::Client,
-    pub url: &'a reqwest::Url,
-    pub headers: reqwest::header::HeaderMap,
-    pub body: serde_json::Value,
-    pub retry: &'a RetryPolicy,
-    pub timeouts: Timeouts,
-    pub api_key: Option<&'a crate::ApiKey>,
-    /// The provider's own reading of an error status (its error JSON).
-    pub map_status: fn(u16, &str, Option<&str>, &str) -> BackendError,
+/// An HTTP provider's endpoint (Anthropic, OpenAI), set up once from its configuration: the
+/// client, the URL requests go to and the settings every call uses. [`stream_call`] does the
+/// rest the same way for both: encode, send with retries, check the content type, decode the
+/// SSE body in a task of its own; each provider brings its headers, body, error reading and
+/// decoder.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    pub client: reqwest::Client,
+    pub url: reqwest::Url,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+    api_key: Option<crate::ApiKey>,
     /// The environment variable named in authentication errors.
-    pub key_env: &'a str,
+    key_env: String,
+    /// The provider's own reading of an error status (its error JSON).
+    map_status: fn(u16, &str, Option<&str>, &str) -> BackendError,
 }
 
-/// Runs `call` and decodes its event stream with the decoder `decoder` makes (it is given
-/// the secret to redact from what it reports).
+/// Settings of an HTTP backend (Anthropic, OpenAI-compatible). Start from a provider's
+/// defaults, [`HttpConfig::anthropic`] or [`HttpConfig::openai`], and change what differs:
+///
+/// ```
+/// use recall_llm::HttpConfig;
+/// let local = HttpConfig {
+///     base_url: "http://127.0.0.1:8080/v1".into(),
+///     ..HttpConfig::openai()
+/// };
+/// assert_eq!(local.key_env, "OPENAI_API_KEY");
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Where the API is (see each provider's defaults for the form).
+    pub base_url: String,
+    /// Sent with every request when set; local servers may need none.
+    pub api_key: Option<crate::ApiKey>,
+    /// The model used when the request names none.
+    pub model: String,
+    /// Retries on 429, 5xx (and Anthropic's 529) before any output.
+    pub retry: RetryPolicy,
+    /// Connect, idle and total time limits.
+    pub timeouts: Timeouts,
+    /// Where the user sets the key, named in authentication errors.
+    pub key_env: String,
+}
+
+impl HttpConfig {
+    /// These settings with `api_key`.
+    pub fn with_key(self, api_key: impl Into<crate::ApiKey>) -> Self {
+        HttpConfig {
+            api_key: Some(api_key.into()),
+            ..self
+        }
+    }
+}
+
+impl Endpoint {
+    /// The endpoint `path` of `config`'s server; fails on a bad base URL.
+    pub fn new(
+        config: &HttpConfig,
+        path: &str,
+        map_status: fn(u16, &str, Option<&str>, &str) -> BackendError,
+    ) -> Result<Self, BackendError> {
+        Ok(Endpoint {
+            client: client(&config.timeouts)?,
+            url: join_url(&config.base_url, path)?,
+            retry: config.retry.clone(),
+            timeouts: config.timeouts,
+            api_key: config.api_key.clone(),
+            key_env: config.key_env.clone(),
+            map_status,
+        })
+    }
+}
+
+/// `Content-Type: application/json` and `Accept: text/event-stream`, and the key (when
+/// there is one) as a sensitive header `name` whose value is `prefix` then the key.
+pub(crate) fn stream_headers(
+    api_key: Option<&crate::ApiKey>,
+    name: &'static str,
+    prefix: &str,
+) -> Result<HeaderMap, BackendError> {
+    use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    if let Some(key) = api_key {
+        let mut v = HeaderValue::from_str(&format!("{prefix}{}", key.expose())).map_err(|_| {
+            BackendError::invalid_request(
+                "the API key contains characters that are not allowed in an HTTP header",
+            )
+        })?;
+        v.set_sensitive(true);
+        h.insert(name, v);
+    }
+    Ok(h)
+}
+
+/// Posts `body` with `headers` to `endpoint` and decodes its event stream with the decoder
+/// `decoder` makes (it is given the secret to redact from what it reports).
 pub(crate) async fn stream_call<D: SseDecoder>(
-    call: ProviderCall<'_>,
+    endpoint: &Endpoint,
+    headers: HeaderMap,
+    body: &serde_json::Value,
     cancel: CancellationToken,
     decoder: impl FnOnce(Option<String>) -> D,
 ) -> Result<EventStream, BackendError> {
-    let body = serde_json::to_vec(&call.body)
+    let body = serde_json::to_vec(body)
         .map_err(|e| BackendError::invalid_request(format!("cannot encode request: {e}")))?;
-    let timeouts = call.timeouts;
+    let timeouts = endpoint.timeouts;
     let deadline = timeouts.total.map(|t| Instant::now() + t);
-    let secret = call.api_key.map(|k| k.expose().to_string());
-    let map_status = call.map_status;
+    let secret = endpoint.api_key.as_ref().map(|k| k.expose().to_string());
+    let map_status = endpoint.map_status;
     let resp = send(
         || {
-            call.client
-                .post(call.url.clone())
-                .headers(call.headers.clone())
+            endpoint
+                .client
+                .post(endpoint.url.clone())
+                .headers(headers.clone())
                 .body(body.clone())
         },
-        call.retry,
+        &endpoint.retry,
         &timeouts,
         deadline,
         &cancel,
         secret.as_deref(),
-        |status, body| map_status(status, body, secret.as_deref(), call.key_env),
+        |status, body| map_status(status, body, secret.as_deref(), &endpoint.key_env),
     )
     .await?;
     check_event_stream(&resp)?;

@@ -16,10 +16,10 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), recall_llm::BackendError> {
 //! use recall_core::{Message, Role};
-//! use recall_llm::{AnthropicBackend, AnthropicConfig, Backend, ChatRequest, collect};
+//! use recall_llm::{AnthropicBackend, Backend, ChatRequest, HttpConfig, collect};
 //! use tokio_util::sync::CancellationToken;
 //!
-//! let backend = AnthropicBackend::new(AnthropicConfig::with_key("sk-ant-…"))?;
+//! let backend = AnthropicBackend::new(HttpConfig::anthropic().with_key("sk-ant-…"))?;
 //! let req = ChatRequest::new(vec![Message::text(Role::User, "Hello")]);
 //! let events = backend.stream(req, CancellationToken::new()).await?;
 //! let reply = collect(events).await;
@@ -43,24 +43,24 @@ mod sse;
 
 use std::sync::Arc;
 
-pub use anthropic::{AnthropicBackend, AnthropicConfig};
+pub use anthropic::AnthropicBackend;
 pub use assemble::{collect, AssembledReply, Assembler, ReplyStatus};
 pub use backend::{Backend, EventStream};
 pub use claude_cli::{ClaudeCliBackend, ClaudeCliConfig, PromptFormat};
 pub use error::{BackendError, BackendErrorKind};
 pub use event::{BackendEvent, ChatRequest, Usage};
-pub use http::Timeouts;
+pub use http::{HttpConfig, Timeouts};
 pub use key::ApiKey;
-pub use openai::{OpenAiBackend, OpenAiConfig};
+pub use openai::OpenAiBackend;
 pub use retry::RetryPolicy;
 
 /// Which backend to build, with its settings.
 #[derive(Debug, Clone)]
 pub enum BackendConfig {
     /// The Anthropic Messages API.
-    Anthropic(AnthropicConfig),
+    Anthropic(HttpConfig),
     /// An OpenAI-compatible chat completions server.
-    OpenAi(OpenAiConfig),
+    OpenAi(HttpConfig),
     /// The Claude Code CLI.
     ClaudeCli(ClaudeCliConfig),
 }

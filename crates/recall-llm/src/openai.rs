@@ -10,34 +10,19 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{Backend, EventStream};
 use crate::error::{redact, BackendError, BackendErrorKind};
 use crate::event::{BackendEvent, ChatRequest, Usage};
-use crate::http::{self, Flow, SseDecoder, Timeouts};
-use crate::key::ApiKey;
+use crate::http::{self, Flow, HttpConfig, SseDecoder, Timeouts};
 use crate::render::{kept, require_messages};
 use crate::retry::RetryPolicy;
 use crate::sse::SseEvent;
 
-/// Settings of the OpenAI-compatible backend.
-#[derive(Debug, Clone)]
-pub struct OpenAiConfig {
-    /// The server root, with or without its `/v1` (default `https://api.openai.com`; for
-    /// example `http://127.0.0.1:8080/v1` for llama-server or `http://localhost:11434` for
-    /// Ollama).
-    pub base_url: String,
-    /// Sent as `Authorization: Bearer …` when set; local servers often need none.
-    pub api_key: Option<ApiKey>,
-    /// The model used when the request names none.
-    pub model: String,
-    /// Retries on 429/5xx before any output.
-    pub retry: RetryPolicy,
-    /// Connect, idle and total time limits.
-    pub timeouts: Timeouts,
-    /// Where the user sets the key, named in authentication errors.
-    pub key_env: String,
-}
-
-impl Default for OpenAiConfig {
-    fn default() -> Self {
-        OpenAiConfig {
+impl HttpConfig {
+    /// An OpenAI-compatible server's settings: `https://api.openai.com` (a base URL may end in
+    /// `/v1` or not: `http://127.0.0.1:8080/v1` for llama-server, `http://localhost:11434` for
+    /// Ollama), the key sent as `Authorization: Bearer …` when set and read from
+    /// `OPENAI_API_KEY` (local servers often need none), `gpt-4o-mini` when a request names no
+    /// model.
+    pub fn openai() -> Self {
+        HttpConfig {
             base_url: "https://api.openai.com".into(),
             api_key: None,
             model: "gpt-4o-mini".into(),
@@ -51,44 +36,28 @@ impl Default for OpenAiConfig {
 /// The OpenAI-compatible chat completions backend.
 #[derive(Debug, Clone)]
 pub struct OpenAiBackend {
-    config: OpenAiConfig,
-    client: reqwest::Client,
-    url: reqwest::Url,
+    config: HttpConfig,
+    endpoint: http::Endpoint,
 }
 
 impl OpenAiBackend {
     /// A backend for `config`; fails on a bad base URL.
-    pub fn new(config: OpenAiConfig) -> Result<Self, BackendError> {
-        let client = http::client(&config.timeouts)?;
-        let url = http::join_url(&config.base_url, chat_path(&config.base_url))?;
-        Ok(OpenAiBackend {
-            config,
-            client,
-            url,
-        })
+    pub fn new(config: HttpConfig) -> Result<Self, BackendError> {
+        let endpoint = http::Endpoint::new(&config, chat_path(&config.base_url), map_status)?;
+        Ok(OpenAiBackend { config, endpoint })
     }
 
     /// The configuration.
-    pub fn config(&self) -> &OpenAiConfig {
+    pub fn config(&self) -> &HttpConfig {
         &self.config
     }
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, BackendError> {
-        use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-        let mut h = HeaderMap::new();
-        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(key) = &self.config.api_key {
-            let mut v =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    BackendError::invalid_request(
-                        "the API key contains characters that are not allowed in an HTTP header",
-                    )
-                })?;
-            v.set_sensitive(true);
-            h.insert(AUTHORIZATION, v);
-        }
-        Ok(h)
+        http::stream_headers(
+            self.config.api_key.as_ref(),
+            reqwest::header::AUTHORIZATION.as_str(),
+            "Bearer ",
+        )
     }
 }
 
@@ -198,20 +167,13 @@ impl Backend for OpenAiBackend {
         req: ChatRequest,
         cancel: CancellationToken,
     ) -> Result<EventStream, BackendError> {
-        let call = http::ProviderCall {
-            client: &self.client,
-            url: &self.url,
-            headers: self.headers()?,
-            body: request_body(&req, &self.config.model)?,
-            retry: &self.config.retry,
-            timeouts: self.config.timeouts,
-            api_key: self.config.api_key.as_ref(),
-            map_status,
-            key_env: &self.config.key_env,
-        };
-        http::stream_call(call, cancel, |secret| OpenAiDecoder {
-            secret,
-            ..OpenAiDecoder::default()
+        let headers = self.headers()?;
+        let body = request_body(&req, &self.config.model)?;
+        http::stream_call(&self.endpoint, headers, &body, cancel, |secret| {
+            OpenAiDecoder {
+                secret,
+                ..OpenAiDecoder::default()
+            }
         })
         .await
     }
@@ -449,13 +411,13 @@ mod tests {
             "http://127.0.0.1:8080/v1",
             "http://127.0.0.1:8080/v1/",
         ] {
-            let b = OpenAiBackend::new(OpenAiConfig {
+            let b = OpenAiBackend::new(HttpConfig {
                 base_url: base.into(),
-                ..OpenAiConfig::default()
+                ..HttpConfig::openai()
             })
             .unwrap();
             assert_eq!(
-                b.url.as_str(),
+                b.endpoint.url.as_str(),
                 "http://127.0.0.1:8080/v1/chat/completions",
                 "{base}"
             );

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use recall_core::{Message, Role};
 use recall_llm::{
-    AnthropicBackend, AnthropicConfig, Backend, BackendError, BackendErrorKind, BackendEvent,
-    ChatRequest, ReplyStatus, RetryPolicy, Usage,
+    AnthropicBackend, Backend, BackendError, BackendErrorKind, BackendEvent, ChatRequest,
+    HttpConfig, ReplyStatus, RetryPolicy, Usage,
 };
 use serde_json::json;
 use support::anthropic::*;
@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 const KEY: &str = "sk-ant-test-SECRET-0123456789";
 
 fn backend(server: &FakeServer) -> AnthropicBackend {
-    let mut cfg = AnthropicConfig::with_key(KEY);
+    let mut cfg = HttpConfig::anthropic().with_key(KEY);
     cfg.base_url = server.base_url();
     cfg.model = "claude-test".into();
     cfg.retry = RetryPolicy {
@@ -412,7 +412,7 @@ async fn unreachable_server_is_a_connect_error() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let mut cfg = AnthropicConfig::with_key(KEY);
+    let mut cfg = HttpConfig::anthropic().with_key(KEY);
     cfg.base_url = format!("http://127.0.0.1:{port}");
     let e = support::expect_err(
         AnthropicBackend::new(cfg)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use recall_core::{Message, Role};
 use recall_llm::{
-    Backend, BackendErrorKind, BackendEvent, ChatRequest, OpenAiBackend, OpenAiConfig, ReplyStatus,
+    Backend, BackendErrorKind, BackendEvent, ChatRequest, HttpConfig, OpenAiBackend, ReplyStatus,
     RetryPolicy, Usage,
 };
 use serde_json::{json, Value};
@@ -17,12 +17,12 @@ use support::{assemble, drain, text_of, FakeServer, Part, Reply};
 use tokio_util::sync::CancellationToken;
 
 fn backend(server: &FakeServer, key: Option<&str>) -> OpenAiBackend {
-    OpenAiBackend::new(OpenAiConfig {
+    OpenAiBackend::new(HttpConfig {
         base_url: server.base_url(),
         api_key: key.map(Into::into),
         model: "local-model".into(),
         retry: RetryPolicy::none(),
-        ..OpenAiConfig::default()
+        ..HttpConfig::openai()
     })
     .unwrap()
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{server_with, Backend, Server, TENANT_A};
 use futures::{SinkExt, StreamExt};
-use recall_engine::llm::{AnthropicBackend, AnthropicConfig, RetryPolicy};
+use recall_engine::llm::{AnthropicBackend, HttpConfig, RetryPolicy};
 use recall_server::Backends;
 use recall_testkit::{anthropic, FakeServer, Part, Reply};
 use reqwest::StatusCode;
@@ -38,7 +38,7 @@ async fn chat_server_with(
     db: Backend,
     adjust: impl FnOnce(&mut recall_server::ServerConfig),
 ) -> Option<Server> {
-    let mut c = AnthropicConfig::with_key("sk-ant-test-key");
+    let mut c = HttpConfig::anthropic().with_key("sk-ant-test-key");
     c.base_url = fake.base_url();
     c.retry = RetryPolicy::none();
     let backend = Arc::new(AnthropicBackend::new(c).expect("backend"));

@@ -12,8 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{Backend, EventStream};
 use crate::error::BackendError;
 use crate::event::{BackendEvent, ChatRequest};
-use crate::http::{self, Flow, SseDecoder, Timeouts};
-use crate::key::ApiKey;
+use crate::http::{self, Flow, HttpConfig, SseDecoder, Timeouts};
 use crate::render::{kept, require_messages};
 use crate::retry::RetryPolicy;
 use crate::sse::SseEvent;
@@ -21,26 +20,12 @@ use crate::sse::SseEvent;
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// Settings of the Anthropic backend.
-#[derive(Debug, Clone)]
-pub struct AnthropicConfig {
-    /// The API root without `/v1` (default `https://api.anthropic.com`).
-    pub base_url: String,
-    /// Sent as `x-api-key`; local servers may not need one.
-    pub api_key: Option<ApiKey>,
-    /// The model used when the request names none.
-    pub model: String,
-    /// Retries on 429/5xx/529 before any output.
-    pub retry: RetryPolicy,
-    /// Connect, idle and total time limits.
-    pub timeouts: Timeouts,
-    /// Where the user sets the key, named in authentication errors.
-    pub key_env: String,
-}
-
-impl Default for AnthropicConfig {
-    fn default() -> Self {
-        AnthropicConfig {
+impl HttpConfig {
+    /// The Anthropic Messages API's settings: `https://api.anthropic.com` (the API root,
+    /// without `/v1`), the key sent as `x-api-key` and read from `ANTHROPIC_API_KEY` (local
+    /// servers may need none), `claude-sonnet-4-6` when a request names no model.
+    pub fn anthropic() -> Self {
+        HttpConfig {
             base_url: "https://api.anthropic.com".into(),
             api_key: None,
             model: "claude-sonnet-4-6".into(),
@@ -51,59 +36,31 @@ impl Default for AnthropicConfig {
     }
 }
 
-impl AnthropicConfig {
-    /// The defaults with `api_key`.
-    pub fn with_key(api_key: impl Into<ApiKey>) -> Self {
-        AnthropicConfig {
-            api_key: Some(api_key.into()),
-            ..AnthropicConfig::default()
-        }
-    }
-}
-
 /// The Anthropic Messages API backend.
 #[derive(Debug, Clone)]
 pub struct AnthropicBackend {
-    config: AnthropicConfig,
-    client: reqwest::Client,
-    url: reqwest::Url,
+    config: HttpConfig,
+    endpoint: http::Endpoint,
 }
 
 impl AnthropicBackend {
     /// A backend for `config`; fails on a bad base URL.
-    pub fn new(config: AnthropicConfig) -> Result<Self, BackendError> {
-        let client = http::client(&config.timeouts)?;
-        let url = http::join_url(&config.base_url, "/v1/messages")?;
-        Ok(AnthropicBackend {
-            config,
-            client,
-            url,
-        })
+    pub fn new(config: HttpConfig) -> Result<Self, BackendError> {
+        let endpoint = http::Endpoint::new(&config, "/v1/messages", map_status)?;
+        Ok(AnthropicBackend { config, endpoint })
     }
 
     /// The configuration.
-    pub fn config(&self) -> &AnthropicConfig {
+    pub fn config(&self) -> &HttpConfig {
         &self.config
     }
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, BackendError> {
-        use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
-        let mut h = HeaderMap::new();
-        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let mut h = http::stream_headers(self.config.api_key.as_ref(), "x-api-key", "")?;
         h.insert(
             "anthropic-version",
-            HeaderValue::from_static(ANTHROPIC_VERSION),
+            reqwest::header::HeaderValue::from_static(ANTHROPIC_VERSION),
         );
-        if let Some(key) = &self.config.api_key {
-            let mut v = HeaderValue::from_str(key.expose()).map_err(|_| {
-                BackendError::invalid_request(
-                    "the API key contains characters that are not allowed in an HTTP header",
-                )
-            })?;
-            v.set_sensitive(true);
-            h.insert("x-api-key", v);
-        }
         Ok(h)
     }
 }
@@ -172,20 +129,13 @@ impl Backend for AnthropicBackend {
         req: ChatRequest,
         cancel: CancellationToken,
     ) -> Result<EventStream, BackendError> {
-        let call = http::ProviderCall {
-            client: &self.client,
-            url: &self.url,
-            headers: self.headers()?,
-            body: request_body(&req, &self.config.model)?,
-            retry: &self.config.retry,
-            timeouts: self.config.timeouts,
-            api_key: self.config.api_key.as_ref(),
-            map_status,
-            key_env: &self.config.key_env,
-        };
+        let headers = self.headers()?;
+        let body = request_body(&req, &self.config.model)?;
         let key_env = self.config.key_env.clone();
-        http::stream_call(call, cancel, move |secret| AnthropicDecoder {
-            stream: MessageStream::new(secret, &key_env),
+        http::stream_call(&self.endpoint, headers, &body, cancel, move |secret| {
+            AnthropicDecoder {
+                stream: MessageStream::new(secret, &key_env),
+            }
         })
         .await
     }
