@@ -165,28 +165,7 @@ pub(crate) fn piece_end(vocab: Vocab, b: &[u8], i: usize) -> Option<usize> {
 
 #[inline(always)]
 fn o200k(b: &[u8], i: usize) -> Option<usize> {
-    let c = class_at(b, i);
-    match c {
-        LOWER | UPPER => o200k_word(b, i),
-        DIGIT => digits(b, i),
-        NEWLINE => spaces(b, i),
-        HIGH => None,
-        _ => {
-            // OTHER, SPACE or BLANK: the optional char before a word.
-            let c1 = class_at(b, i + 1);
-            if is_letter(c1) {
-                o200k_word(b, i + 1)
-            } else if c1 == HIGH {
-                None
-            } else if c == OTHER {
-                symbols(b, i, true)
-            } else if c == SPACE && c1 == OTHER {
-                symbols(b, i + 1, true)
-            } else {
-                spaces(b, i)
-            }
-        }
-    }
+    after_contractions::<true>(b, i)
 }
 
 #[inline(always)]
@@ -198,22 +177,38 @@ fn cl100k(b: &[u8], i: usize) -> Option<usize> {
             Contraction::No => {}
         }
     }
+    after_contractions::<false>(b, i)
+}
+
+/// The alternatives both vocabularies share, in their order; `O200K` picks o200k's word rule
+/// (cl100k's is plain letters) and its symbol run, which takes a `/`. A const parameter, so
+/// each vocabulary gets its own straight-line code.
+#[inline(always)]
+fn after_contractions<const O200K: bool>(b: &[u8], i: usize) -> Option<usize> {
+    let word = |j| {
+        if O200K {
+            o200k_word(b, j)
+        } else {
+            letters(b, j)
+        }
+    };
     let c = class_at(b, i);
     match c {
-        LOWER | UPPER => letters(b, i),
+        LOWER | UPPER => word(i),
         DIGIT => digits(b, i),
         NEWLINE => spaces(b, i),
         HIGH => None,
         _ => {
+            // OTHER, SPACE or BLANK: the optional char before a word.
             let c1 = class_at(b, i + 1);
             if is_letter(c1) {
-                letters(b, i + 1)
+                word(i + 1)
             } else if c1 == HIGH {
                 None
             } else if c == OTHER {
-                symbols(b, i, false)
+                symbols(b, i, O200K)
             } else if c == SPACE && c1 == OTHER {
-                symbols(b, i + 1, false)
+                symbols(b, i + 1, O200K)
             } else {
                 spaces(b, i)
             }
