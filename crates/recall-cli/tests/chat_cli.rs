@@ -357,7 +357,10 @@ fn an_unconfigured_api_backend_stores_nothing() {
     for (backend, names) in [
         ("anthropic", "ANTHROPIC_API_KEY"),
         ("openai", "OPENAI_BASE_URL"),
-        ("local", "not running: start it with `bash scripts/models.sh start`"),
+        (
+            "local",
+            "not running: start it with `bash scripts/models.sh start`",
+        ),
     ] {
         let out = recall(&env)
             .env_remove("ANTHROPIC_BASE_URL")
@@ -413,13 +416,23 @@ fn a_local_server_that_is_down_names_the_command_that_starts_it() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&url) && stderr.contains("does not answer"), "{stderr}");
-    assert!(stderr.contains("`bash scripts/models.sh start`"), "{stderr}");
+    assert!(
+        stderr.contains(&url) && stderr.contains("does not answer"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`bash scripts/models.sh start`"),
+        "{stderr}"
+    );
     let list = recall(&env)
         .args(["conversations", "list", "--json"])
         .output()
         .expect("run");
-    assert_eq!(String::from_utf8_lossy(&list.stdout), "", "a conversation was created");
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout),
+        "",
+        "a conversation was created"
+    );
 }
 
 /// With nothing else configured, `recall chat` finds the server `scripts/models.sh start`

@@ -230,8 +230,7 @@ fn recall_chat_finds_the_running_local_model_by_itself() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{backend:?}: {stderr}");
         assert!(
-            stderr.contains("recall chat: backend local (")
-                && stderr.contains(&model.base_url),
+            stderr.contains("recall chat: backend local (") && stderr.contains(&model.base_url),
             "{backend:?}: {stderr}"
         );
         assert!(!String::from_utf8_lossy(&out.stdout).trim().is_empty());

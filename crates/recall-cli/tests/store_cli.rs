@@ -104,9 +104,12 @@ fn export_then_import_keeps_the_system_prompt_as_the_system_prompt() {
     let db = db();
     let dir = tempfile::tempdir().expect("tempdir");
     let show = |id: &str| -> Value {
-        serde_json::from_str(&stdout_of(
-            recall(&db).args(["conversations", "show", id, "--json"]),
-        ))
+        serde_json::from_str(&stdout_of(recall(&db).args([
+            "conversations",
+            "show",
+            id,
+            "--json",
+        ])))
         .expect("json")
     };
     // Same messages at the same seqs (only created_at differs).
@@ -162,7 +165,14 @@ fn export_then_import_keeps_the_system_prompt_as_the_system_prompt() {
     // that message is a message, and comes back as one.
     let c = stdout_of(recall(&db).args(["conversations", "new"]));
     let c = c.trim();
-    stdout_of(recall(&db).args(["append", c, "--role", "system", "--content", "Use metric units."]));
+    stdout_of(recall(&db).args([
+        "append",
+        c,
+        "--role",
+        "system",
+        "--content",
+        "Use metric units.",
+    ]));
     stdout_of(recall(&db).args(["append", c, "--role", "user", "--content", "How far is it?"]));
     let exported = stdout_of(recall(&db).args(["export", c]));
     std::fs::write(&file, &exported).expect("write");

@@ -162,9 +162,15 @@ mod tests {
         )));
         let text = e.to_string();
         assert!(e.is_bad_input());
-        assert!(text.starts_with("the message has invalid role 'bot'"), "{text}");
+        assert!(
+            text.starts_with("the message has invalid role 'bot'"),
+            "{text}"
+        );
         assert!(text.contains("user, assistant and system"), "{text}");
-        assert!(!text.contains("messages[0]") && !text.contains("strict mode"), "{text}");
+        assert!(
+            !text.contains("messages[0]") && !text.contains("strict mode"),
+            "{text}"
+        );
         let e = one_message(EngineError::Parse(ParseError::Strict(
             "messages[0] has empty/invalid content".into(),
         )));

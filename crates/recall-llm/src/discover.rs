@@ -269,7 +269,10 @@ fn healthy(base_url: &str) -> bool {
         return false;
     };
     // Only a loopback address: the state file is a local file, not a place to name hosts.
-    let Ok(addr) = authority.replace("localhost", "127.0.0.1").parse::<SocketAddr>() else {
+    let Ok(addr) = authority
+        .replace("localhost", "127.0.0.1")
+        .parse::<SocketAddr>()
+    else {
         return false;
     };
     if !addr.ip().is_loopback() {
@@ -449,8 +452,14 @@ mod tests {
         let port = health_server("200 OK", 2);
         let dir = tempfile::tempdir().unwrap();
         let url = format!("http://127.0.0.1:{port}/v1");
-        let cache = state(&dir, &format!("OPENAI_BASE_URL={url}\nPORT={port}\nPID=1\n"));
-        let env = env_of(&[("XDG_CACHE_HOME", cache.as_str()), ("ANTHROPIC_API_KEY", "k")]);
+        let cache = state(
+            &dir,
+            &format!("OPENAI_BASE_URL={url}\nPORT={port}\nPID=1\n"),
+        );
+        let env = env_of(&[
+            ("XDG_CACHE_HOME", cache.as_str()),
+            ("ANTHROPIC_API_KEY", "k"),
+        ]);
         let found = discover(&env, &no_claude());
         let kinds: Vec<_> = found.iter().map(|d| d.kind).collect();
         assert_eq!(kinds, [BackendKind::Anthropic, BackendKind::Local]);
@@ -479,7 +488,10 @@ mod tests {
             Some(cache.join("recall/run/llama-server.env"))
         );
         assert_eq!(local_state_file(&env_of(&[])), None);
-        assert_eq!(local_server(&env_of(&[("HOME", home.as_str())])), LocalServer::NotStarted);
+        assert_eq!(
+            local_server(&env_of(&[("HOME", home.as_str())])),
+            LocalServer::NotStarted
+        );
     }
 
     #[test]
