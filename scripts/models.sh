@@ -8,7 +8,9 @@
 #
 # Usage: scripts/models.sh fetch|start|stop|status|env
 #   fetch   download, check and build once; a second run downloads and builds nothing
-#   start   run llama-server on a free loopback port and print OPENAI_BASE_URL=...
+#   start   run llama-server on a free loopback port and print OPENAI_BASE_URL=...; recall
+#           finds it from then on (`recall chat` picks it when nothing else is configured,
+#           `recall chat --backend local` uses it)
 #   stop    stop the server that `start` started
 #   status  say what is installed and whether the server runs
 #   env     print the paths (LLAMA_SERVER, GGUF, RECALL_EMBED_MODEL, ...) as NAME=VALUE
@@ -28,7 +30,8 @@ NINJA_VERSION=1.13.2
 
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/recall"
 DOWNLOADS="$CACHE/downloads"
-GGUF="$CACHE/models/qwen2.5-coder-0.5b-instruct.gguf"
+MODEL_NAME=qwen2.5-coder-0.5b-instruct
+GGUF="$CACHE/models/$MODEL_NAME.gguf"
 MINILM_DIR="$CACHE/minilm"
 TOOLS_VENV="$CACHE/tools/venv"
 LLAMA_DIR="$CACHE/llama.cpp"
@@ -40,7 +43,8 @@ STAMP="$CACHE/fetch.stamp"
 RUN_DIR="$CACHE/run"
 PIDFILE="$RUN_DIR/llama-server.pid"
 SERVER_LOG="$RUN_DIR/llama-server.log"
-# What `start` wrote for tests and shells to read: OPENAI_BASE_URL=... and PORT=...
+# What `start` wrote for tests, shells and `recall chat` to read: OPENAI_BASE_URL=..., PORT=...,
+# PID=..., MODEL=...
 STATE="$RUN_DIR/llama-server.env"
 
 THREADS="${RECALL_MODELS_THREADS:-1}"
@@ -281,8 +285,11 @@ cmd_start() {
       die "llama-server did not answer /health within 120 s (log: $SERVER_LOG)"
     fi
   done
-  printf 'OPENAI_BASE_URL=http://127.0.0.1:%s/v1\nPORT=%s\nPID=%s\n' "$port" "$port" "$pid" \
-    >"$STATE"
+  # recall's backend discovery reads this file (crates/recall-llm/src/discover.rs): keep the
+  # names. Written whole and renamed, so a reader never sees half of it.
+  printf 'OPENAI_BASE_URL=http://127.0.0.1:%s/v1\nPORT=%s\nPID=%s\nMODEL=%s\n' "$port" "$port" \
+    "$pid" "$MODEL_NAME" >"$STATE.tmp"
+  mv "$STATE.tmp" "$STATE"
   log "llama-server is up after $((SECONDS - start)) s; stop it with: bash scripts/models.sh stop"
   printf 'OPENAI_BASE_URL=http://127.0.0.1:%s/v1\n' "$port"
 }

@@ -82,7 +82,7 @@ pub enum Command {
     #[command(after_help = RENDER_EXAMPLES)]
     Render(RenderArgs),
     /// Create, list, show, clear and delete stored conversations.
-    #[command(subcommand, visible_alias = "conv")]
+    #[command(subcommand, visible_alias = "conv", after_help = CONVERSATIONS_HELP)]
     Conversations(ConversationsCommand),
     /// Append a message to a stored conversation.
     #[command(after_help = "Examples:\n  \
@@ -128,7 +128,7 @@ pub enum Command {
         Stop with ctrl-c or SIGTERM: requests in flight finish first.")]
     Serve(ServeArgs),
     /// Create, list and revoke API keys of the HTTP server (stored hashed in the database).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = KEYS_HELP)]
     Keys(KeysCommand),
     /// Print the embedding of each text as JSON (model, dimension, unit vector).
     #[command(after_help = crate::commands::embed::EMBED_HELP)]
@@ -194,7 +194,8 @@ pub enum KeysCommand {
 
 #[derive(Debug, Args)]
 pub struct KeyStoreArgs {
-    /// Database: a SQLite file path or a postgres:// URL.
+    /// Database: a SQLite file path or a postgres:// URL, the one `recall serve` uses
+    /// [default: recall.db in the user's data directory, ~/.local/share/recall on Linux].
     #[arg(
         long,
         env = "RECALL_DB",
@@ -283,7 +284,8 @@ pub struct ListArgs {
     /// At most N conversations.
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub limit: u32,
-    /// Start after this conversation id (the cursor of a previous page).
+    /// Start after this conversation id: the `next_after` a full page prints on stderr (the
+    /// same cursor as HTTP's `next_after` and MCP's).
     #[arg(long, value_name = "ID")]
     pub after: Option<String>,
     /// JSON Lines output.
@@ -317,8 +319,13 @@ pub struct IdArgs {
 pub struct AppendArgs {
     /// Conversation id.
     pub id: String,
-    /// Role of the message: user, assistant or system.
-    #[arg(long, requires = "content", conflicts_with = "json")]
+    /// Role of the message.
+    #[arg(
+        long,
+        requires = "content",
+        conflicts_with = "json",
+        value_parser = ["user", "assistant", "system"]
+    )]
     pub role: Option<String>,
     /// Text of the message.
     #[arg(long, requires = "role", conflicts_with = "json")]
@@ -398,6 +405,9 @@ pub enum BackendChoice {
     /// An OpenAI-compatible server (OPENAI_BASE_URL, OPENAI_API_KEY): OpenAI, llama.cpp,
     /// vLLM, Ollama.
     Openai,
+    /// The local model server `bash scripts/models.sh start` runs (found through the state
+    /// file it writes; recall never starts it).
+    Local,
 }
 
 #[derive(Debug, Args)]
@@ -406,7 +416,8 @@ pub struct ChatArgs {
     #[arg(long, short, value_name = "ID")]
     pub conversation: Option<String>,
     /// Backend [default: anthropic when ANTHROPIC_API_KEY is set, else claude-cli when
-    /// `claude` is on PATH, else openai when OPENAI_BASE_URL is set].
+    /// `claude` is on PATH, else openai when OPENAI_BASE_URL is set, else local when the
+    /// local model server runs]. The chosen one is named on stderr.
     #[arg(long, value_enum, env = "RECALL_BACKEND")]
     pub backend: Option<BackendChoice>,
     /// Model [default: the backend's].
@@ -444,6 +455,33 @@ pub struct ChatArgs {
     pub store: StoreArgs,
 }
 
+const CONVERSATIONS_HELP: &str = "\
+The database is --db, else RECALL_DB, else recall.db in the user's data directory
+(~/.local/share/recall on Linux); --tenant (RECALL_TENANT, default `default`) picks whose
+conversations.
+
+Examples:
+  id=$(recall conversations new --title 'Support' --system 'Be brief.')
+  recall append \"$id\" --role user --content 'We use FastAPI.'
+  recall conversations show \"$id\"
+  recall conversations list --json --limit 10
+  recall conversations list --after \"$id\"      # the page after that id (next_after)
+  recall conversations clear \"$id\"             # keep the conversation, drop its messages
+  recall conversations delete \"$id\"
+  recall conv list --db postgres://recall@db/recall";
+
+const KEYS_HELP: &str = "\
+Keys are stored as SHA-256 hashes in the database `recall serve` uses (--db, else RECALL_DB,
+else recall.db in the user's data directory, ~/.local/share/recall on Linux). A key is
+printed once, when it is created; requests send it as `Authorization: Bearer KEY`.
+
+Examples:
+  key=$(recall keys create --tenant acme --label 'web app')
+  recall keys list
+  recall keys list --tenant acme --json
+  recall keys revoke 0193…                     # the id from `recall keys list`
+  recall keys create --tenant acme --db /var/lib/recall/recall.db";
+
 const CHAT_HELP: &str = "\
 In the chat:
   clear, /clear   empty the conversation (prints `Conversation cleared`)
@@ -456,12 +494,17 @@ With stdin not a terminal, one message is read from it, sent, and the reply prin
 
 Backends are configured by environment: ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL
 (anthropic), OPENAI_BASE_URL and OPENAI_API_KEY (openai), and the `claude` login or
-ANTHROPIC_API_KEY for claude-cli.
+ANTHROPIC_API_KEY for claude-cli. The local model (local) is the server
+`bash scripts/models.sh start` runs in the recall checkout (`fetch` installs it once): it
+writes its address to ${XDG_CACHE_HOME:-~/.cache}/recall/run/llama-server.env, where recall
+finds it from any directory. recall never starts it; `--backend local` says how when it is
+down. The backend chosen is named on stderr (`recall chat: backend NAME (why)`).
 
 Examples:
   recall chat
   recall chat --backend claude-cli --conversation 0193…
   recall chat --backend openai --model llama3 --max-tokens 8000
+  bash scripts/models.sh start && echo 'Hello!' | recall chat --backend local
   echo 'What did we decide about the cache?' | recall chat --conversation 0193…";
 
 const RENDER_EXAMPLES: &str = "\

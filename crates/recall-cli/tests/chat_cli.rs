@@ -100,7 +100,10 @@ fn recall(env: &Env) -> Command {
         .env_remove("RECALL_TENANT")
         .env_remove("RECALL_BACKEND")
         .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_BASE_URL");
+        .env_remove("OPENAI_BASE_URL")
+        // The local model's state file is looked up under XDG_CACHE_HOME, else HOME (a
+        // temporary one here): no local model unless a test writes one.
+        .env_remove("XDG_CACHE_HOME");
     c
 }
 
@@ -354,6 +357,10 @@ fn an_unconfigured_api_backend_stores_nothing() {
     for (backend, names) in [
         ("anthropic", "ANTHROPIC_API_KEY"),
         ("openai", "OPENAI_BASE_URL"),
+        (
+            "local",
+            "not running: start it with `bash scripts/models.sh start`",
+        ),
     ] {
         let out = recall(&env)
             .env_remove("ANTHROPIC_BASE_URL")
@@ -375,4 +382,110 @@ fn an_unconfigured_api_backend_stores_nothing() {
             "{backend}: a conversation was created"
         );
     }
+}
+
+/// Writes the state file `scripts/models.sh start` leaves for a server at `base_url` into a
+/// cache directory under `env`'s temporary directory; returns that cache directory (for
+/// XDG_CACHE_HOME).
+fn local_state(env: &Env, base_url: &str) -> std::path::PathBuf {
+    let cache = env.home.join("cache");
+    let run = cache.join("recall").join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    std::fs::write(
+        run.join("llama-server.env"),
+        format!("OPENAI_BASE_URL={base_url}\nPORT=0\nPID=0\nMODEL=qwen2.5-coder-0.5b-instruct\n"),
+    )
+    .expect("state file");
+    cache
+}
+
+/// A local model server that `scripts/models.sh` started and that has gone away since: the
+/// error names its address and the command that starts it again, and nothing is stored.
+#[test]
+fn a_local_server_that_is_down_names_the_command_that_starts_it() {
+    let env = env();
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", gone.local_addr().expect("addr"));
+    drop(gone);
+    let cache = local_state(&env, &url);
+    let out = recall(&env)
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["chat", "--backend", "local"])
+        .write_stdin("hello")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&url) && stderr.contains("does not answer"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`bash scripts/models.sh start`"),
+        "{stderr}"
+    );
+    let list = recall(&env)
+        .args(["conversations", "list", "--json"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout),
+        "",
+        "a conversation was created"
+    );
+}
+
+/// With nothing else configured, `recall chat` finds the server `scripts/models.sh start`
+/// runs through the state file it wrote, says so on stderr, and talks to it. (The real model
+/// does the same in `real_model.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_chat_finds_the_local_model_server_and_names_it() {
+    use recall_testkit::openai;
+    let server = FakeServer::start(Arc::new(|req: &Recorded, _| {
+        match (req.method.as_str(), req.path.as_str()) {
+            ("GET", "/health") => Reply::json(200, json!({"status": "ok"})),
+            ("POST", "/v1/chat/completions") => Reply::sse(vec![
+                openai::chunk(json!({"role": "assistant", "content": null}), Value::Null),
+                openai::chunk(json!({"content": "Hello from "}), Value::Null),
+                openai::chunk(json!({"content": "the local model."}), json!("stop")),
+                openai::done(),
+            ]),
+            _ => Reply::json(404, json!({"error": {"message": "not found"}})),
+        }
+    }))
+    .await;
+    let env = env();
+    let url = format!("{}/v1", server.base_url());
+    let cache = local_state(&env, &url);
+    let empty_path = tempfile::tempdir().expect("dir");
+    let out = tokio::task::block_in_place(|| {
+        recall(&env)
+            .env("XDG_CACHE_HOME", &cache)
+            .env("PATH", empty_path.path())
+            .env_remove("RECALL_CLAUDE_PATH")
+            .env_remove("OPENAI_API_KEY")
+            .args(["chat"])
+            .write_stdin("Hi")
+            .output()
+            .expect("run")
+    });
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "Hello from the local model."
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "recall chat: backend local (started by scripts/models.sh, {url})"
+        )),
+        "{stderr}"
+    );
+    let chat: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .collect();
+    assert_eq!(chat.len(), 1);
+    assert_eq!(chat[0].json()["model"], "qwen2.5-coder-0.5b-instruct");
 }

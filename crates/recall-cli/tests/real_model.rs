@@ -1,4 +1,4 @@
-//! The seeds' acceptance test with a real model: `recall chat --backend openai` against
+//! The fact-recall acceptance test with a real model: `recall chat --backend openai` against
 //! Qwen2.5-Coder-0.5B-Instruct served by llama-server (installed by `scripts/models.sh fetch`,
 //! started here with `scripts/models.sh start`: one thread, temperature 0).
 //!
@@ -119,6 +119,8 @@ fn recall(env: &Env) -> Command {
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
+        // No local model found by discovery unless a test points at the real cache.
+        .env_remove("XDG_CACHE_HOME")
         .timeout(Duration::from_secs(300));
     c
 }
@@ -193,6 +195,46 @@ fn the_real_model_recalls_a_fact_from_the_stored_history() {
         !r3_cut.to_lowercase().contains(FACT),
         "with --max-turns 1 the fact is not sent, yet the reply names it: {r3_cut:?}"
     );
+}
+
+/// The cache `scripts/models.sh` fills and writes its state file to (its own rule).
+fn models_cache_root() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .expect("HOME or XDG_CACHE_HOME")
+}
+
+/// With no backend configured, `recall chat` finds the server `scripts/models.sh start` runs
+/// (through the state file it wrote), names it on stderr and gets a reply from the real model;
+/// `--backend local` does the same.
+#[test]
+fn recall_chat_finds_the_running_local_model_by_itself() {
+    let _one = MODEL.blocking_lock();
+    let Some(model) = local_model() else {
+        return;
+    };
+    let env = env();
+    let empty_path = tempfile::tempdir().expect("dir");
+    for backend in [&[][..], &["--backend", "local"][..]] {
+        let out = recall(&env)
+            .env("XDG_CACHE_HOME", models_cache_root())
+            .env("PATH", empty_path.path())
+            .env_remove("RECALL_CLAUDE_PATH")
+            .arg("chat")
+            .args(backend)
+            .args(["--max-output-tokens", "16"])
+            .write_stdin("Say hello.")
+            .output()
+            .expect("run recall chat");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{backend:?}: {stderr}");
+        assert!(
+            stderr.contains("recall chat: backend local (") && stderr.contains(&model.base_url),
+            "{backend:?}: {stderr}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    }
 }
 
 #[test]

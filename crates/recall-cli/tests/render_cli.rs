@@ -302,3 +302,45 @@ fn out_of_memory_reading_is_exit_2_from_file_and_stdin() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// On a terminal (stdout and stderr the same pty, as `script` gives them) the `stats:` line
+/// starts a line of its own instead of running into the prompt's last line; piped, the prompt
+/// is byte-exact and ends without a newline (the test above and
+/// `renders_transcript_from_stdin_without_trailing_newline`).
+#[test]
+fn on_a_terminal_the_stats_line_starts_its_own_line() {
+    let Ok(script) = which_script() else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(!ci, "`script` (util-linux) is needed in CI");
+        eprintln!("skipped: no `script` (util-linux) to run recall on a terminal");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("three.json");
+    std::fs::write(&input, THREE).expect("write");
+    let bin = assert_cmd::cargo::cargo_bin("recall");
+    let cmd = format!(
+        "'{}' render --stats --input '{}'",
+        bin.display(),
+        input.display()
+    );
+    let out = std::process::Command::new(script)
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("run script");
+    assert!(out.status.success(), "{out:?}");
+    // The terminal turns each "\n" into "\r\n".
+    let shown = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    assert!(
+        shown.contains("Human: How are you?\nstats: {"),
+        "the stats line runs into the prompt: {shown:?}"
+    );
+}
+
+fn which_script() -> Result<std::path::PathBuf, ()> {
+    ["/usr/bin/script", "/bin/script"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or(())
+}

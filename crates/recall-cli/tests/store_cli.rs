@@ -96,6 +96,102 @@ fn export_then_import_of_10000_messages_round_trips() {
     }
 }
 
+/// `export` then `import` gives back the same conversation: the system prompt comes back as
+/// the system prompt (not as a fourth, stored system message), and a system message that was
+/// stored stays a stored message.
+#[test]
+fn export_then_import_keeps_the_system_prompt_as_the_system_prompt() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let show = |id: &str| -> Value {
+        serde_json::from_str(&stdout_of(recall(&db).args([
+            "conversations",
+            "show",
+            id,
+            "--json",
+        ])))
+        .expect("json")
+    };
+    // Same messages at the same seqs (only created_at differs).
+    let kept = |v: &Value| -> Vec<Value> {
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| json!([m["seq"], m["status"], m["message"]]))
+            .collect()
+    };
+    let a = stdout_of(recall(&db).args([
+        "conversations",
+        "new",
+        "--title",
+        "Support",
+        "--system",
+        "Be brief.",
+    ]));
+    let a = a.trim();
+    for (role, content) in [
+        ("user", "We're building a FastAPI app."),
+        ("assistant", "Great, FastAPI it is."),
+        ("user", "What framework?"),
+    ] {
+        stdout_of(recall(&db).args(["append", a, "--role", role, "--content", content]));
+    }
+    let exported = stdout_of(recall(&db).args(["export", a]));
+    let first: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first,
+        json!({"role": "system", "content": "Be brief.", "metadata": {"system_prompt": true}}),
+        "the system prompt is an ordinary system message to other readers, marked for import"
+    );
+    let file = dir.path().join("chat.jsonl");
+    std::fs::write(&file, &exported).expect("write");
+    let b = stdout_of(recall(&db).arg("import").arg(&file));
+    let b = b.trim();
+    let (va, vb) = (show(a), show(b));
+    assert_eq!(vb["message_count"], 3, "{vb}");
+    assert_eq!(vb["system_prompt"], "Be brief.");
+    assert_eq!(kept(&va), kept(&vb));
+    assert_eq!(stdout_of(recall(&db).args(["export", b])), exported);
+    // `recall render` reads the export with the system prompt as the system prompt too.
+    let rendered = stdout_of(
+        recall(&db)
+            .args(["render", "--format", "bracket", "--input"])
+            .arg(&file),
+    );
+    assert!(rendered.starts_with("[SYSTEM]: Be brief."), "{rendered}");
+
+    // A conversation without a system prompt whose first message is a stored system message:
+    // that message is a message, and comes back as one.
+    let c = stdout_of(recall(&db).args(["conversations", "new"]));
+    let c = c.trim();
+    stdout_of(recall(&db).args([
+        "append",
+        c,
+        "--role",
+        "system",
+        "--content",
+        "Use metric units.",
+    ]));
+    stdout_of(recall(&db).args(["append", c, "--role", "user", "--content", "How far is it?"]));
+    let exported = stdout_of(recall(&db).args(["export", c]));
+    std::fs::write(&file, &exported).expect("write");
+    let d = stdout_of(recall(&db).arg("import").arg(&file));
+    let vd = show(d.trim());
+    assert_eq!(vd["message_count"], 2, "{vd}");
+    assert_eq!(vd["system_prompt"], Value::Null, "{vd}");
+    assert_eq!(stdout_of(recall(&db).args(["export", d.trim()])), exported);
+
+    // A system prompt and no messages yet is a conversation too.
+    let e = stdout_of(recall(&db).args(["conversations", "new", "--system", "Be kind."]));
+    let exported = stdout_of(recall(&db).args(["export", e.trim()]));
+    std::fs::write(&file, &exported).expect("write");
+    let f = stdout_of(recall(&db).arg("import").arg(&file));
+    let vf = show(f.trim());
+    assert_eq!(vf["message_count"], 0, "{vf}");
+    assert_eq!(vf["system_prompt"], "Be kind.", "{vf}");
+}
+
 #[test]
 fn malformed_import_line_is_named_and_nothing_is_stored() {
     let db = db();

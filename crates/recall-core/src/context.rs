@@ -1,5 +1,5 @@
 //! The whole pipeline for one conversation held in memory: system prompt gathering, the
-//! current message, selection, rendering (FORMATS.md §3–§4). `recall render` is this function
+//! current message, selection, rendering (docs/FORMATS.md §4–§5). `recall render` is this function
 //! plus I/O.
 //!
 //! ```
@@ -296,8 +296,8 @@ pub fn build_context(
     let mut warnings = conv.warnings.clone();
     warnings.extend(alternation_warnings(&conv.messages));
     // The stable window covers the history `assemble` selects from: without the final user
-    // message `xml` takes as the current one (§4.3: limits apply to the history only), with
-    // the `--current` message other formats append (§3.3).
+    // message `xml` takes as the current one (docs/FORMATS.md §5.3: limits apply to the history only), with
+    // the `--current` message other formats append (docs/FORMATS.md §4.6).
     let window_start = match (policy.trim, stable_budget(policy)) {
         (TrimMode::Stable, Some((budget, tokens))) => {
             let mut w: Vec<WindowItem> = history.iter().map(|h| window_item(h, tokens)).collect();

@@ -1,5 +1,5 @@
-//! Text extraction: how each text format turns a message into text (FORMATS.md §2), and the
-//! per-message measure that selection budgets against (§3).
+//! Text extraction: how each text format turns a message into text (docs/FORMATS.md §5), and
+//! the per-message measure that selection budgets against (§4.2).
 
 use crate::message::{Block, Content, Message, Role};
 use crate::tokens::TokenCounter;

@@ -4,8 +4,8 @@
 //! No I/O, no clock, no environment, no async runtime: every function here is a deterministic
 //! function of its arguments. Storage, backends and interfaces live in other crates.
 //!
-//! The contract is `FORMATS.md` (the project's message, selection and format spec);
-//! `docs/FORMAT-DECISIONS.md` records what that spec leaves open and how recall decides it.
+//! The contract is `docs/FORMATS.md` (the message model, input, selection and every output
+//! format); `docs/FORMAT-DECISIONS.md` records what it leaves open and how recall decides it.
 
 pub mod context;
 pub mod extract;

@@ -1,5 +1,5 @@
 //! The message model: one normalised, Anthropic-shaped representation of every message,
-//! whatever shape it arrived in (FORMATS.md §1).
+//! whatever shape it arrived in (docs/FORMATS.md §1).
 //!
 //! ```
 //! use recall_core::message::{Message, Role};
@@ -196,7 +196,7 @@ impl Message {
         self.role == Role::User && self.has_text() && !self.has_tool_result()
     }
 
-    /// A user message with text: the start of a turn (FORMATS.md §3).
+    /// A user message with text: the start of a turn (docs/FORMATS.md §4.3).
     pub fn starts_turn(&self) -> bool {
         self.role == Role::User && self.has_text()
     }

@@ -1,5 +1,5 @@
 //! Reading a conversation: the accepted input shapes, OpenAI → Anthropic normalisation and
-//! lenient or strict validation (FORMATS.md §1).
+//! lenient or strict validation (docs/FORMATS.md §2–3).
 //!
 //! ```
 //! use recall_core::parse::{parse_conversation, ParseOptions};

@@ -1,5 +1,5 @@
-//! Context policies: the limits selection applies (FORMATS.md §3) and each format's defaults
-//! (§4).
+//! Context policies: the limits selection applies (docs/FORMATS.md §4.1) and each format's
+//! defaults (§5).
 
 use std::fmt;
 use std::str::FromStr;
@@ -13,7 +13,7 @@ pub enum TrimMode {
     /// Keep the newest history that fits; the start moves on every turn once full.
     #[default]
     Sliding,
-    /// Move the start only when over budget, then down to `low_water × budget` (§3.3).
+    /// Move the start only when over budget, then down to `low_water × budget` (docs/FORMATS.md §4.6).
     Stable,
 }
 
@@ -386,7 +386,7 @@ impl ConversationPolicy {
     }
 }
 
-/// An output format (FORMATS.md §4).
+/// An output format (docs/FORMATS.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
@@ -431,7 +431,7 @@ impl Format {
         !matches!(self, Format::Anthropic | Format::Openai)
     }
 
-    /// The format's default policy (FORMATS.md §4 headings).
+    /// The format's default policy (the table of docs/FORMATS.md §5).
     pub fn default_policy(self) -> Policy {
         let mut p = Policy::default();
         match self {

@@ -1,4 +1,4 @@
-//! Context selection (FORMATS.md §3): per-message caps, tool pairs kept whole, a walk back from
+//! Context selection (docs/FORMATS.md §4): per-message caps, tool pairs kept whole, a walk back from
 //! the newest message while every limit holds, history starting on a user turn.
 //!
 //! The walk reads only the messages it keeps plus one: with pre-computed [`Measure`]s the
@@ -66,7 +66,7 @@ pub struct Kept {
     pub measure: Measure,
 }
 
-/// What a selection reports (FORMATS.md §3.2). Field order is the JSON order.
+/// What a selection reports (docs/FORMATS.md §4.5). Field order is the JSON order.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Stats {
     pub included: usize,
@@ -561,7 +561,7 @@ fn may_need_cap(m: &Message, p: &Policy) -> bool {
         || (p.tool_result_max_chars.is_some() && m.has_tool_result())
 }
 
-/// Role-alternation warnings over validated input (FORMATS.md §3.2); system messages are
+/// Role-alternation warnings over validated input (docs/FORMATS.md §3); system messages are
 /// ignored. Indices are input indices.
 pub fn alternation_warnings(messages: &[InputMessage]) -> Vec<String> {
     let mut out = Vec::new();

@@ -1,4 +1,4 @@
-//! Stable windows (FORMATS.md §3.3): the window start moves only when the history no longer
+//! Stable windows (docs/FORMATS.md §4.6): the window start moves only when the history no longer
 //! fits the budget, then jumps forward to a turn start so that the rest fits in
 //! `low_water × budget`. Between jumps the prompt prefix stays byte-identical, so provider
 //! prompt caches keep hitting.

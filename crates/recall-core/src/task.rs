@@ -1,6 +1,6 @@
 //! Sub-agent tasks: a task's description and context, its `conversation_history` validated
 //! and capped, and the brief a sub-agent receives, whose history section is the `task` format
-//! (FORMATS.md §4.4; the MCP task orchestrator seed `003_…`).
+//! (docs/FORMATS.md §5.4; the brief the MCP `create_task` tool returns).
 //!
 //! Validation reuses [`crate::parse`] (the same warning texts, labelled
 //! `conversation_history[i]`), caps reuse [`crate::select::cap_message`] with the `task`
@@ -180,7 +180,7 @@ impl Task {
 }
 
 /// Validates a task: the description must have text; optional fields that are blank are
-/// ignored with a warning; `conversation_history` is validated entry by entry (seed 003).
+/// ignored with a warning; `conversation_history` is validated entry by entry (docs/FORMAT-DECISIONS.md, `create_task`).
 pub fn build_task(input: TaskInput) -> Result<Task, TaskError> {
     let description = input.description.trim().to_string();
     if description.is_empty() {
@@ -237,7 +237,8 @@ pub fn build_task(input: TaskInput) -> Result<Task, TaskError> {
     })
 }
 
-/// Validates and caps a `conversation_history` value (seed 003): not a list →
+/// Validates and caps a `conversation_history` value (docs/FORMAT-DECISIONS.md,
+/// `create_task`): not a list →
 /// `conversation_history must be a list, ignoring invalid value`; an empty list →
 /// `conversation_history is empty, ignoring`; each invalid entry is skipped with the
 /// warning [`crate::parse`] gives it (`conversation_history[i] is not a dict, skipping`, …).
@@ -302,7 +303,7 @@ pub fn validate_history(value: Value) -> (Vec<TaskMessage>, Vec<String>) {
     (out, warnings)
 }
 
-/// The `task` history section of stored task messages (FORMATS.md §4.4): system messages
+/// The `task` history section of stored task messages (docs/FORMATS.md §5.4): system messages
 /// first as one `SYSTEM` item, then every other message in order, as stored (caps were
 /// applied when the task was created).
 pub fn history_section(history: &[TaskMessage]) -> String {

@@ -1,4 +1,4 @@
-//! Token counting behind one trait (FORMATS.md §3). The BPE ranks ship inside `bpe-openai`,
+//! Token counting behind one trait (docs/FORMATS.md §4.2). The BPE ranks ship inside `bpe-openai`,
 //! so nothing is downloaded at run time.
 //!
 //! `O200k` and `Cl100k` count exactly what `bpe_openai::Tokenizer::count` counts, for every

@@ -80,7 +80,7 @@ fn the_stats_example_is_the_max_turns_1_selection() {
     assert_eq!(example("stats"), format!("{stats}\n"));
 }
 
-/// The stable-window example of FORMATS.md §4.6: 7-token messages (`chars4`), a budget of 60
+/// The stable-window example of docs/FORMATS.md §4.6: 7-token messages (`chars4`), a budget of 60
 /// tokens, low water 0.6.
 #[test]
 fn the_stable_window_example_holds() {

@@ -1,13 +1,13 @@
-//! Property tests over random conversations and random limits (FORMATS.md §3–§5).
+//! Property tests over random conversations and random limits (docs/FORMATS.md §4–§6).
 //!
-//! Each property compares the library against an oracle written here from the spec, not
+//! Each property compares the library against an oracle written here from docs/FORMATS.md, not
 //! against the code under test: tool-pair repair, the selection walk, what a text format
 //! renders as a turn, and the stable-window rules are recomputed independently. Only the
 //! per-message caps (`cap_message`) and measures (`measure`) are taken from the library, as
 //! inputs to the selection oracle.
 //!
 //! a. the kept history is a contiguous suffix of the valid (repaired) history starting at a
-//!    cut point, and it is exactly the one the spec's walk keeps;
+//!    cut point, and it is exactly the one the walk of FORMATS.md §4.4 keeps;
 //! b. every limit holds, except when the newest user message alone is kept (with the warning);
 //!    the selection's stats add up;
 //! c. no tool_use without its tool_result in the kept history, and vice versa;
@@ -522,7 +522,7 @@ fn own_text(m: &Message) -> bool {
     }
 }
 
-/// §3: a turn starts at a user message with text.
+/// docs/FORMATS.md §4.3: a turn starts at a user message with text.
 fn turn_start(m: &Message) -> bool {
     m.role == Role::User && own_text(m)
 }
@@ -616,7 +616,7 @@ fn fits(p: &Policy, tokens: u64, chars: u64, turns: usize) -> bool {
         && p.max_turns.is_none_or(|m| turns <= m)
 }
 
-/// The kept history the spec's walk gives (§3.1 steps 2–5): (position in `items`, message,
+/// The kept history the walk of docs/FORMATS.md §4.4 gives (steps 1–4): (position in `items`, message,
 /// truncated), and whether the newest message was kept alone over the budget.
 fn oracle_select(
     items: &[Message],
@@ -707,7 +707,7 @@ proptest! {
     #![proptest_config(proptest_config())]
 
     /// a. The kept history is a contiguous suffix of the valid history (after local tool-pair
-    /// repair) that starts at a cut point, and it is the suffix the walk of §3.1 keeps.
+    /// repair) that starts at a cut point, and it is the suffix the walk of docs/FORMATS.md §4.4 keeps.
     #[test]
     fn a_kept_is_the_walked_suffix_of_the_repaired_history(
         msgs in history_msgs(),
@@ -735,7 +735,7 @@ proptest! {
             prop_assert_eq!(k.truncated, capped.is_some());
             prop_assert_eq!(&k.message, capped.as_ref().unwrap_or(m));
         }
-        // ...and exactly the one the spec's walk keeps.
+        // ...and exactly the one the documented walk keeps.
         let (expected, alone) = oracle_select(window, &policy, &policy.tokenizer);
         let exp_idx: Vec<usize> = expected.iter().map(|(i, _, _)| ws + i).collect();
         prop_assert_eq!(&idx, &exp_idx);
@@ -942,7 +942,7 @@ proptest! {
             prop_assert_eq!(st.included, hist.len() - emptied);
         }
         // The limits and the stable window apply to exactly that history: the xml current
-        // message is not part of it (§4.3), a --current in other formats is (§3.3).
+        // message is not part of it (§5.3), a --current in other formats is (§4.6).
         let direct = run_select(&hist, &out.policy).2.stats;
         prop_assert_eq!(
             (st.included, st.dropped, st.turns, st.tokens, st.chars),
@@ -1003,7 +1003,7 @@ fn regression_stable_window_leaves_out_the_xml_current_message() {
         .starts_with("<conversation_history>\nHuman: a\n"));
 }
 
-/// A `--current` message appended to the history is the window's newest message (§3.3): when
+/// A `--current` message appended to the history is the window's newest message (docs/FORMATS.md §4.6): when
 /// it takes the window over budget the start jumps to low water (found by f).
 #[test]
 fn regression_stable_window_counts_an_appended_current_message() {

@@ -1,5 +1,7 @@
-//! The test cases of the seed documents (`/work/shared/seeds/`), run against the format each
-//! seed describes. FORMATS.md is the spec: where a seed disagrees with it, the test follows
+//! Test cases carried over from the "seed" documents recall was designed from: the code and
+//! tests of earlier conversation-memory implementations (not part of this repository; the
+//! modules keep their numbers). Each runs against the format its seed describes.
+//! docs/FORMATS.md is the reference: where a seed case disagrees with it, the test follows
 //! FORMATS.md and a comment says what the seed expected instead.
 //!
 //! - `seed_000`: the Claude CLI adapter's `_convert_messages_to_prompt()` → `transcript`.
@@ -97,7 +99,7 @@ mod seed_000_transcript {
                 {"role": "user", "content": "How are you?"}]"#,
             Format::Transcript,
         );
-        // FORMATS.md §4.1's example, byte for byte.
+        // docs/FORMATS.md §5.1's example, byte for byte.
         assert_eq!(
             p,
             "Human: Hello\n\n---\n\nAssistant: Hi there\n\n---\n\nHuman: How are you?"
@@ -154,7 +156,7 @@ mod seed_000_transcript {
     #[test]
     fn tool_use_blocks_replaced_with_annotation() {
         // The seed's fixture ends on the assistant's tool_use with no tool_result after it.
-        // FORMATS.md §3 never keeps one side of a tool pair without the other, so here the
+        // docs/FORMATS.md §4.4 never keeps one side of a tool pair without the other, so here the
         // matching result is supplied; the seed's exact input is the next test.
         let (p, out) = text(
             r#"[{"role": "user", "content": "Search for docs"},
@@ -186,7 +188,7 @@ mod seed_000_transcript {
     #[test]
     fn unanswered_tool_use_is_dropped_with_a_warning() {
         // The seed's exact fixture. The seed expected `[searched documents]` in the prompt;
-        // FORMATS.md §3 (tool pairs are kept whole) removes the unanswered tool_use instead,
+        // docs/FORMATS.md §4.4 (tool pairs are kept whole) removes the unanswered tool_use instead,
         // so only the text of the message remains.
         let (p, out) = text(
             r#"[{"role": "user", "content": "Search for docs"},
@@ -228,7 +230,7 @@ mod seed_000_transcript {
     #[test]
     fn tool_use_only_assistant_message_in_a_complete_pair_is_kept_but_not_rendered() {
         // With its result present the pair is kept (`included` counts it) but transcript
-        // skips the tool-only assistant message and the tool_result-only user message (§2).
+        // skips the tool-only assistant message and the tool_result-only user message (docs/FORMATS.md §5.1).
         let (p, out) = text(
             r#"[{"role": "user", "content": "Do something"},
                 {"role": "assistant", "content": [
@@ -318,7 +320,7 @@ mod seed_000_transcript {
     #[test]
     fn history_is_trimmed_to_150k_tokens_by_default() {
         // The seed's `build_conversation_context()` truncates to 150k tokens: the transcript
-        // default (FORMATS.md §4.1). With `chars4`, each 200,000-char message costs
+        // default (docs/FORMATS.md §5.1). With `chars4`, each 200,000-char message costs
         // 50,000 + 4 tokens, so four of them (200,016) exceed the budget and three
         // (150,012) still do: only the newest two fit.
         let big = |c: char| c.to_string().repeat(200_000);
@@ -588,7 +590,7 @@ mod seed_004_native {
 
     #[test]
     fn long_monologue_keeps_every_user_message() {
-        // Seed edge case 1; FORMATS.md §3.2 warns about each consecutive pair.
+        // Edge case 1 of the original cases; docs/FORMATS.md §3 warns about each consecutive pair.
         let input = r#"[{"role": "user", "content": "one"},
                         {"role": "user", "content": "two"},
                         {"role": "user", "content": "three"},
@@ -863,8 +865,8 @@ mod seed_003_task {
         let input = json!([{"role": "user", "content": long}]).to_string();
         let (p, out) = text(&input, Format::Task);
         let content = format!("{}... [truncated]", "x".repeat(150));
-        // The seed asserted `len <= 154`, but 150 + len("... [truncated]") is 165; the
-        // seed's own truncation function produces 165 characters, as FORMATS.md §3.1 does.
+        // The original case asserted `len <= 154`, but 150 + len("... [truncated]") is 165;
+        // its own truncation function produces 165 characters, as docs/FORMATS.md §4.7 does.
         assert_eq!(content.chars().count(), 165);
         assert_eq!(
             p,
@@ -897,7 +899,7 @@ mod seed_003_task {
 
     #[test]
     fn assistant_message_truncated_at_8192_chars() {
-        // The seed's fixture is a lone assistant message. FORMATS.md §3.1 step 4 starts the
+        // The original fixture is a lone assistant message. docs/FORMATS.md §4.4 step 3 starts the
         // history on a user message, so a user message comes first here.
         let input = json!([
             {"role": "user", "content": "Investigate"},
@@ -968,7 +970,7 @@ mod seed_003_task {
 
     #[test]
     fn multi_line_content_is_indented_on_every_line() {
-        // The seed indented only the first line; FORMATS.md §4.4 indents every line.
+        // The original case indented only the first line; docs/FORMATS.md §5.4 indents every line.
         let (p, _) = text(
             r#"[{"role": "user", "content": "line one\nline two"},
                 {"role": "assistant", "content": "a\n\nb"}]"#,

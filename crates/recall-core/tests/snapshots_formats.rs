@@ -1,10 +1,10 @@
-//! Snapshot tests: every output format (FORMATS.md §4) on a set of conversations that cover
-//! the extraction table (§2), caps at multi-byte boundaries (§3.1 step 2) and turn-label
-//! escaping (§5).
+//! Snapshot tests: every output format (docs/FORMATS.md §5) on a set of conversations that cover
+//! the text of each format (§5), caps at multi-byte boundaries (§4.7) and turn-label
+//! escaping (§6).
 //!
 //! Each snapshot holds the rendered prompt followed by the marker `«EOF»` (insta trims
 //! trailing whitespace from snapshots, so the marker keeps trailing newlines visible and
-//! checked), then the stats object of §3.2 as one line of JSON. Native formats are snapshotted
+//! checked), then the stats object of §4.5 as one line of JSON. Native formats are snapshotted
 //! as their pretty JSON text.
 //!
 //! Regenerate with `INSTA_UPDATE=always cargo test -p recall-core --test snapshots_formats`
@@ -432,7 +432,7 @@ const UNCAPPED_FIXTURES: [&str; 12] = [
 ];
 
 /// A native request body is itself a valid input, and rendering it again gives the same
-/// bytes (FORMATS.md §4.5: equal histories give equal bytes).
+/// bytes (docs/FORMATS.md §5.5: an unchanged history gives unchanged bytes).
 #[test]
 fn native_bodies_are_fixed_points() {
     for input in UNCAPPED_FIXTURES {

@@ -121,3 +121,68 @@ pub(crate) fn at_request(e: StoreError, position: impl Fn(usize) -> usize) -> En
         other => other,
     }
 }
+
+/// The error of a batch of one, said of that one message: `the message has invalid role
+/// 'bot'` (with the valid roles) instead of `messages[0] has invalid role 'bot' (strict mode:
+/// the whole input is rejected)`, which speaks of a batch the caller never sent.
+pub(crate) fn one_message(e: EngineError) -> EngineError {
+    match e {
+        EngineError::Parse(ParseError::Strict(reason)) => {
+            let reason = match reason.strip_prefix("messages[0] ") {
+                Some(rest) => format!("the message {rest}"),
+                None => reason,
+            };
+            let hint = if reason.contains("invalid role") {
+                " (the roles are user, assistant and system; developer is read as system, and \
+                 tool as an OpenAI tool result)"
+            } else {
+                ""
+            };
+            EngineError::Invalid(format!("{reason}{hint}"))
+        }
+        EngineError::TooLarge { what, size, limit } if what == "messages[0]" => {
+            EngineError::TooLarge {
+                what: "the message".into(),
+                size,
+                limit,
+            }
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_of_one_message_names_it_and_lists_the_roles() {
+        let e = one_message(EngineError::Parse(ParseError::Strict(
+            "messages[0] has invalid role 'bot'".into(),
+        )));
+        let text = e.to_string();
+        assert!(e.is_bad_input());
+        assert!(
+            text.starts_with("the message has invalid role 'bot'"),
+            "{text}"
+        );
+        assert!(text.contains("user, assistant and system"), "{text}");
+        assert!(
+            !text.contains("messages[0]") && !text.contains("strict mode"),
+            "{text}"
+        );
+        let e = one_message(EngineError::Parse(ParseError::Strict(
+            "messages[0] has empty/invalid content".into(),
+        )));
+        assert_eq!(e.to_string(), "the message has empty/invalid content");
+        let e = one_message(EngineError::TooLarge {
+            what: "messages[0]".into(),
+            size: 10,
+            limit: 5,
+        });
+        assert_eq!(
+            e.to_string(),
+            "the message is 10 bytes, over the limit of 5 bytes"
+        );
+    }
+}

@@ -136,7 +136,7 @@ impl Engine {
         Ok(self.store.clear_conversation(tenant, id).await?)
     }
 
-    /// Checks one message (always strict, FORMATS.md §1) and its size.
+    /// Checks one message (always strict, docs/FORMATS.md §3) and its size.
     pub fn validate_message(&self, value: Value, index: usize) -> Result<Message, EngineError> {
         let size = value.get("content").map_or(0, json_len);
         if size > self.limits.max_message_bytes {
@@ -151,14 +151,18 @@ impl Engine {
     }
 
     /// Appends one message given as JSON (Anthropic- or OpenAI-shaped). Strict: an invalid or
-    /// empty message is an error and nothing is stored.
+    /// empty message is an error and nothing is stored. The error speaks of "the message", not
+    /// of `messages[0]` of a batch that is all or nothing.
     pub async fn append_message(
         &self,
         tenant: &str,
         id: &str,
         value: Value,
     ) -> Result<Appended, EngineError> {
-        let report = self.append_messages(tenant, id, vec![value]).await?;
+        let report = self
+            .append_messages(tenant, id, vec![value])
+            .await
+            .map_err(error::one_message)?;
         report
             .appended
             .into_iter()

@@ -31,8 +31,8 @@ impl TaskReport {
 }
 
 impl Engine {
-    /// Validates a task (seed 003 semantics: invalid history entries are skipped with a
-    /// warning, content is capped), stores it and renders its brief. Sizes are bounded by the
+    /// Validates a task (docs/FORMAT-DECISIONS.md, `create_task`: invalid history entries are
+    /// skipped with a warning, content is capped), stores it and renders its brief. Sizes are bounded by the
     /// engine's limits: the description and each history message by `max_message_bytes`, the
     /// history's length by `max_messages_per_append`.
     pub async fn create_task(

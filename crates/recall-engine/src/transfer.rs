@@ -50,9 +50,11 @@ impl Engine {
             strict,
             ..ParseOptions::default()
         };
-        let conv = parse_conversation(input, &opts)?;
-        // Nothing valid is nothing to store: no empty conversation, no success.
-        if conv.messages.is_empty() {
+        let mut conv = parse_conversation(input, &opts)?;
+        let exported_prompt = take_exported_system_prompt(&mut conv);
+        // Nothing valid is nothing to store: no empty conversation, no success. An export of
+        // a conversation with a system prompt and no messages yet is that conversation.
+        if conv.messages.is_empty() && !exported_prompt {
             return Err(EngineError::Invalid(match conv.warnings.first() {
                 Some(first) if conv.skipped > 0 => format!(
                     "nothing to import: every message is invalid ({} skipped; first: {first})",
@@ -150,8 +152,10 @@ impl Engine {
     }
 
     /// Writes a conversation as JSON Lines that [`Engine::import`] reads back to the same
-    /// conversation: its system prompt first (as a system message), then every message with
-    /// its client id and metadata. Returns the number of lines written.
+    /// conversation: its system prompt first, as a system message marked
+    /// `"metadata":{"system_prompt":true}` (so an import makes it the system prompt again, not
+    /// a stored message, and any other reader still sees an ordinary system message), then
+    /// every message with its client id and metadata. Returns the number of lines written.
     pub async fn export(
         &self,
         tenant: &str,
@@ -166,6 +170,7 @@ impl Engine {
             let mut m = Map::new();
             m.insert("role".into(), "system".into());
             m.insert("content".into(), Value::String(system.clone()));
+            m.insert("metadata".into(), system_prompt_marker().into());
             writeln!(out, "{}", Value::Object(m)).map_err(io)?;
             lines += 1;
         }
@@ -185,6 +190,41 @@ impl Engine {
         out.flush().map_err(io)?;
         Ok(lines)
     }
+}
+
+/// The metadata that marks an exported system prompt line: `{"system_prompt": true}`.
+fn system_prompt_marker() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("system_prompt".into(), Value::Bool(true));
+    m
+}
+
+/// An export's first line, the conversation's system prompt (see [`Engine::export`]), taken
+/// out of the messages and made the input's system prompt, after a top-level `system` if the
+/// input had one. Only the first entry, only with exactly that marker: any other system
+/// message is a message of the conversation and stays one. True when it took one.
+fn take_exported_system_prompt(conv: &mut recall_core::parse::Conversation) -> bool {
+    let Some(first) = conv.messages.first() else {
+        return false;
+    };
+    let m = &first.message;
+    let marked = first.index == 0
+        && m.role == recall_core::Role::System
+        && m.id.is_none()
+        && m.metadata.as_ref() == Some(&system_prompt_marker());
+    let recall_core::Content::Text(text) = &m.content else {
+        return false;
+    };
+    if !marked {
+        return false;
+    }
+    let text = text.clone();
+    conv.messages.remove(0);
+    conv.system = Some(match conv.system.take() {
+        Some(top) if !top.is_empty() => format!("{top}\n{text}"),
+        _ => text,
+    });
+    true
 }
 
 /// Measures every message on all cores, reporting progress.

@@ -10,7 +10,8 @@
 //! [`BackendEvent::Error`]. [`Assembler`] (or [`collect`]) folds the events into the assistant
 //! [`recall_core::Message`] to store, complete or partial.
 //!
-//! This crate knows nothing about storage. Wire formats are hand-written from PROTOCOLS.md;
+//! This crate knows nothing about storage. Wire formats are written by hand from the providers'
+//! documented APIs and recorded real streams (`tests/data/`);
 //! API keys never appear in errors, logs or `Debug` output.
 //!
 //! ```no_run

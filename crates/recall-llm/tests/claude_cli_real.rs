@@ -1,5 +1,6 @@
 //! The REAL `claude` binary (npm `@anthropic-ai/claude-code`) driven by the ClaudeCli backend,
-//! offline, against a fake Anthropic server on loopback (PROTOCOLS.md §1.5).
+//! offline, against a fake Anthropic server on loopback (`ANTHROPIC_BASE_URL` points the CLI at
+//! it; the CLI's own network features are switched off).
 //!
 //! The binary is found through `RECALL_CLAUDE_PATH` (scripts/test.sh sets it), the
 //! project-local install `.tools/node_modules/.bin/claude` (scripts/setup.sh), or `PATH`.

@@ -250,12 +250,12 @@ impl RecallMcp {
             .list_conversations(&self.tenant, a.after.as_deref(), limit)
             .await?;
         // A full page may have more after it.
-        let next_cursor = (list.len() == limit as usize)
+        let next_after = (list.len() == limit as usize)
             .then(|| list.last().map(|c| c.id.clone()))
             .flatten();
         Ok(ConversationList {
             conversations: list.into_iter().map(ConversationView::from).collect(),
-            next_cursor,
+            next_after,
         })
     }
 

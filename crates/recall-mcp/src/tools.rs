@@ -156,7 +156,7 @@ pub struct GetContextArgs {
     pub policy: PolicyOverrides,
 }
 
-/// Selection statistics (FORMATS.md §3.2).
+/// Selection statistics (docs/FORMATS.md §4.5).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StatsView {
     pub included: usize,
@@ -230,7 +230,7 @@ pub struct Appended {
 pub struct ListConversationsArgs {
     /// At most this many (1–1000, default 50).
     pub limit: Option<u32>,
-    /// Start after this conversation id (`next_cursor` of the previous page).
+    /// Start after this conversation id (`next_after` of the previous page).
     pub after: Option<String>,
 }
 
@@ -274,7 +274,7 @@ pub struct ConversationList {
     pub conversations: Vec<ConversationView>,
     /// Pass as `after` for the next page; null when this page is not full (nothing follows).
     /// A full page always has a cursor, and the page after it may be empty.
-    pub next_cursor: Option<String>,
+    pub next_after: Option<String>,
 }
 
 /// Arguments of `create_conversation`.

@@ -78,3 +78,38 @@ async fn a_reused_id_for_a_different_message_is_a_tool_error() {
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].message.to_json()["content"], json!("a"));
 }
+
+/// `list_conversations` pages with the cursor name HTTP and the CLI use: `next_after` of a
+/// full page, passed back as `after`; `null` once a page is not full.
+#[tokio::test]
+async fn list_conversations_pages_with_next_after() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = dir.path().join("recall.db").display().to_string();
+    let engine = Engine::open(&url, Limits::default())
+        .await
+        .expect("open engine");
+    let mcp = RecallMcp::new(engine, "default").expect("server");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let c = call(&mcp, "create_conversation", json!({}))
+            .await
+            .expect("created");
+        ids.push(c["id"].as_str().expect("id").to_string());
+    }
+    let mut seen = Vec::new();
+    let mut args = json!({"limit": 2});
+    loop {
+        let page = call(&mcp, "list_conversations", args.clone())
+            .await
+            .expect("a page");
+        assert!(page.get("next_cursor").is_none(), "{page}");
+        for c in page["conversations"].as_array().expect("list") {
+            seen.push(c["id"].as_str().expect("id").to_string());
+        }
+        match page["next_after"].as_str() {
+            Some(after) => args = json!({"limit": 2, "after": after}),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids);
+}

@@ -1,7 +1,7 @@
 //! `create_task` and `get_task` through the MCP handler on a real SQLite file: the cases of
 //! seed 003 (valid history, truncation at 150 and 8192 characters, invalid structures with
 //! the exact warnings, empty list, non-list, None entries, unicode) and the brief's history
-//! section exactly as FORMATS.md §4.4.
+//! section exactly as docs/FORMATS.md §5.4.
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -309,7 +309,7 @@ async fn brief_history_section_is_the_task_format() {
     .expect("create_task");
     let long = format!("I'll investigate the auth system...{}", "y".repeat(9000));
     let capped: String = long.chars().take(8192).collect();
-    // FORMATS.md §4.4, byte for byte: system first (never capped), numbered items, every line
+    // docs/FORMATS.md §5.4, byte for byte: system first (never capped), numbered items, every line
     // indented by three spaces, an empty line after each.
     let section = format!(
         "{HEADER}1. ⚙️ SYSTEM:\n   Be careful with secrets.\n\n\

@@ -67,7 +67,11 @@ impl Backends {
             (None, None) => Err(ApiError::new(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
-                "this server has no chat backend configured",
+                format!(
+                    "this server has no chat backend configured: restart `recall serve` with \
+                     one in its environment ({})",
+                    recall_engine::llm::discover::HOW_TO_CONFIGURE
+                ),
             )),
             (None, Some(n)) => Err(ApiError::invalid(format!(
                 "unknown backend '{n}' (this server has: {})",

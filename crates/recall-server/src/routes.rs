@@ -31,7 +31,7 @@ fn page_size(limit: Option<u32>, default: u32) -> Result<u32, ApiError> {
     }
 }
 
-/// `after` of the conversation list: a conversation id (the `next_cursor` of a page) as the
+/// `after` of the conversation list: a conversation id (the `next_after` of a page) as the
 /// server writes them, a UUID in lower-case hyphenated form. Anything else would page from
 /// an arbitrary point of the id order.
 fn check_cursor(after: &str) -> Result<(), ApiError> {
@@ -42,7 +42,7 @@ fn check_cursor(after: &str) -> Result<(), ApiError> {
     }
     let shown: String = after.chars().take(64).collect();
     Err(ApiError::invalid(format!(
-        "invalid query string: `after` must be a conversation id (the `next_cursor` of the \
+        "invalid query string: `after` must be a conversation id (the `next_after` of the \
          previous page, like 0193f0c4-7b8e-7d2a-9c1e-5f6a7b8c9d0e), not '{}'",
         shown.escape_debug()
     )))
@@ -101,14 +101,14 @@ pub async fn list_conversations(
         .await?;
     let more = list.len() > limit as usize;
     list.truncate(limit as usize);
-    let next_cursor = if more {
+    let next_after = if more {
         list.last().map(|c| c.id.clone())
     } else {
         None
     };
     Ok(Json(ConversationPage {
         data: list.iter().map(ConversationView::from).collect(),
-        next_cursor,
+        next_after,
     }))
 }
 

@@ -84,14 +84,14 @@ pub struct CreateConversation {
 pub struct ConversationPage {
     pub data: Vec<ConversationView>,
     /// Pass as `after` for the next page; null on the last page.
-    pub next_cursor: Option<String>,
+    pub next_after: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
-    /// The `next_cursor` of the previous page.
+    /// The `next_after` of the previous page.
     pub after: Option<String>,
     /// Page size, 1 to 1000 (default 50).
     #[param(minimum = 1, maximum = 1000)]
@@ -311,7 +311,7 @@ pub struct ContextResponse {
     /// A string for text formats, the request body for `anthropic` and `openai`.
     #[schema(schema_with = string_or_object)]
     pub prompt: Value,
-    /// Selection stats (FORMATS.md §3.2).
+    /// Selection stats (docs/FORMATS.md §4.5).
     #[schema(value_type = Object)]
     pub stats: Value,
 }

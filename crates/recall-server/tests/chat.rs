@@ -265,6 +265,16 @@ async fn no_backend_is_503(b: Backend) {
         .await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.text);
     assert_eq!(r.error_type(), "unavailable");
+    // The answer says how to give the server a backend.
+    let message = r.json["error"]["message"].as_str().unwrap_or_default();
+    for what in [
+        "restart `recall serve`",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "bash scripts/models.sh start",
+    ] {
+        assert!(message.contains(what), "{what}: {message}");
+    }
 }
 
 async fn websocket_runs_turns_with_the_same_events(b: Backend) {
@@ -443,7 +453,7 @@ async fn tool_use_is_streamed_stored_and_paired_on_the_next_turn(b: Backend) {
         assert_eq!(r.json["data"][1]["message"]["content"], reply_blocks);
     }
 
-    // Next turn without a tool_result: the tool_use is an orphan. FORMATS.md §3 ("A tool
+    // Next turn without a tool_result: the tool_use is an orphan. docs/FORMATS.md §4.4 ("A tool
     // pair ... Selection never keeps one side of a pair without the other") and
     // docs/FORMAT-DECISIONS.md (Selection, "Tool pairs": an unmatched tool_use is removed, the
     // rest of its message kept) — so the backend gets the reply's text without the call,

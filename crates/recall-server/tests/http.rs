@@ -126,7 +126,7 @@ async fn conversation_pages(b: Backend) {
         let data = r.json["data"].as_array().unwrap();
         assert!(data.len() <= 2);
         seen.extend(data.iter().map(|c| c["id"].as_str().unwrap().to_string()));
-        match r.json["next_cursor"].as_str() {
+        match r.json["next_after"].as_str() {
             Some(c) => path = format!("/v1/conversations?limit=2&after={c}"),
             None => break,
         }
@@ -137,7 +137,7 @@ async fn conversation_pages(b: Backend) {
     );
     let r = s.get("/v1/conversations", k).await;
     assert_eq!(r.json["data"].as_array().unwrap().len(), 5);
-    assert_eq!(r.json["next_cursor"], Value::Null);
+    assert_eq!(r.json["next_after"], Value::Null);
     for bad in ["limit=0", "limit=1001", "limit=abc", "color=red"] {
         let r = s.get(&format!("/v1/conversations?{bad}"), k).await;
         assert_eq!(

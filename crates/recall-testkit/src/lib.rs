@@ -5,8 +5,9 @@
 //! handler that sees the request (method, path with query, headers, body) and returns a
 //! [`Reply`]: a status, headers and body parts, where a part can be bytes, a pause, or a
 //! dropped connection. [`anthropic`] and [`openai`] build the providers' SSE wire formats
-//! byte for byte as PROTOCOLS.md frames them, so the real adapters (and the real `claude`
-//! binary) can be driven offline.
+//! byte for byte as the providers send them (`event:`/`data:` frames, blank-line separated,
+//! the real event order), so the real adapters (and the real `claude` binary) can be driven
+//! offline.
 // Test support: a panic here is a failing test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -212,7 +213,9 @@ fn respond(reply: Reply) -> Response {
     resp
 }
 
-/// Anthropic Messages API SSE, exactly as PROTOCOLS.md §2 frames it.
+/// Anthropic Messages API SSE, framed as the API sends it: `event: NAME` and `data: JSON`
+/// lines, a blank line after each event; `message_start`, content blocks, `message_delta`,
+/// `message_stop`.
 pub mod anthropic {
     use super::Part;
     use serde_json::{json, Value};
@@ -279,7 +282,8 @@ pub mod anthropic {
     }
 }
 
-/// OpenAI chat completions SSE, as PROTOCOLS.md §3 frames it.
+/// OpenAI chat completions SSE, framed as the API sends it: `data: JSON` chunks, a blank line
+/// after each, `data: [DONE]` at the end.
 pub mod openai {
     use super::Part;
     use serde_json::{json, Value};

@@ -36,6 +36,8 @@ struct Session {
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let (backend, why) = pick_backend(&args)?;
+    // Named before anything else, so a reply is never taken for another backend's.
+    eprintln!("recall chat: backend {why}");
     let engine = open(&args.store).await?;
     let tenant = args.store.tenant.clone();
     let id = match &args.conversation {
@@ -80,7 +82,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         max_output_tokens: args.max_output_tokens,
     };
     if std::io::stdin().is_terminal() {
-        eprintln!("recall chat: backend {why}. /help for commands, Ctrl-D to leave.");
+        eprintln!("/help for commands, Ctrl-D to leave.");
         repl(&session, history_file(&args)).await
     } else {
         one_turn(&session).await
@@ -353,6 +355,7 @@ fn pick_backend(args: &ChatArgs) -> anyhow::Result<(Arc<dyn Backend>, String)> {
                 BackendChoice::Anthropic => BackendKind::Anthropic,
                 BackendChoice::Openai => BackendKind::OpenAi,
                 BackendChoice::ClaudeCli => BackendKind::ClaudeCli,
+                BackendChoice::Local => BackendKind::Local,
             };
             configure(kind, &process_env, &opts).map_err(|e| bad_input(e.to_string()))?
         }

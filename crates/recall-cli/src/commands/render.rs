@@ -1,6 +1,6 @@
-//! `recall render` (FORMATS.md §6): read a conversation, select, render, print.
+//! `recall render` (docs/FORMATS.md §7): read a conversation, select, render, print.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use recall_core::context::{build_context, ContextError, ContextRequest};
@@ -39,7 +39,7 @@ pub fn context_error(e: &ContextError) -> String {
     }
 }
 
-/// The output contract shared by `render` and `context` (FORMATS.md §6): the prompt on
+/// The output contract shared by `render` and `context` (docs/FORMATS.md §7): the prompt on
 /// stdout (text formats byte-exact, native formats as indented JSON and a newline), then
 /// `warning:` lines and the optional `stats:` line on stderr.
 pub fn print_output(out: &recall_core::context::ContextOutput, stats: bool) -> anyhow::Result<()> {
@@ -47,7 +47,7 @@ pub fn print_output(out: &recall_core::context::ContextOutput, stats: bool) -> a
     let mut stdout = std::io::stdout().lock();
     let text = out.prompt.to_text();
     stdout.write_all(text.as_bytes())?;
-    if !format.is_text() {
+    if !format.is_text() || ends_line_on_terminal(&text, stdout.is_terminal()) {
         stdout.write_all(b"\n")?;
     }
     stdout.flush()?;
@@ -62,10 +62,30 @@ pub fn print_output(out: &recall_core::context::ContextOutput, stats: bool) -> a
     Ok(())
 }
 
+/// A text prompt is written byte-exact, without a final newline, for whatever reads it. On a
+/// terminal nothing reads it: the line is ended there, so the `warning:` and `stats:` lines
+/// and the shell's prompt start on lines of their own instead of running into the text.
+fn ends_line_on_terminal(text: &str, stdout_is_terminal: bool) -> bool {
+    stdout_is_terminal && !text.is_empty() && !text.ends_with('\n')
+}
+
 fn read_input(args: &RenderArgs) -> anyhow::Result<String> {
     let source = match &args.input {
         Some(path) => Source::File(path),
         None => Source::Stdin,
     };
     read_text(source, args.max_input_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ends_line_on_terminal;
+
+    #[test]
+    fn only_a_terminal_gets_the_newline_and_only_when_the_text_lacks_one() {
+        assert!(ends_line_on_terminal("Human: hi", true));
+        assert!(!ends_line_on_terminal("Human: hi", false));
+        assert!(!ends_line_on_terminal("Human: hi\n", true));
+        assert!(!ends_line_on_terminal("", true));
+    }
 }

@@ -127,8 +127,8 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     if config.backends.is_empty() {
         eprintln!(
-            "note: no chat backend (set ANTHROPIC_API_KEY or OPENAI_BASE_URL, or install the \
-             Claude Code CLI); /chat and /ws answer 503"
+            "note: no chat backend, so /chat and /ws answer 503; to have one, {}",
+            recall_engine::llm::discover::HOW_TO_CONFIGURE
         );
     } else {
         eprintln!("chat backends: {}", config.backends.names().join(", "));

@@ -117,6 +117,16 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
                     )?;
                 }
             }
+            // A full page may have more after it: the cursor, under the name HTTP and MCP
+            // give it, on stderr so the listing itself stays what it was.
+            if list.len() == a.limit as usize {
+                if let Some(last) = list.last() {
+                    eprintln!(
+                        "next_after: {} (the next page: recall conversations list --after {})",
+                        last.id, last.id
+                    );
+                }
+            }
         }
         ConversationsCommand::Show(a) => {
             let engine = open(&a.store).await?;

@@ -1,4 +1,4 @@
-//! Escaping for the text formats (FORMATS.md §5; the full definition is in
+//! Escaping for the text formats (docs/FORMATS.md §6; the reasons are in
 //! docs/FORMAT-DECISIONS.md, "Escaping"): message content must never forge a turn label, a
 //! `---` separator, a `<conversation_history>` tag or the `xml` framing line.
 //!

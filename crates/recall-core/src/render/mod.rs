@@ -1,4 +1,4 @@
-//! Renderers: the kept history in the exact shape each backend takes (FORMATS.md §4).
+//! Renderers: the kept history in the exact shape each backend takes (docs/FORMATS.md §5).
 
 pub mod escape;
 mod native;
@@ -21,7 +21,7 @@ pub struct RenderInput<'a> {
     pub kept: &'a [Kept],
     /// The current message (`xml` only).
     pub current: Option<&'a str>,
-    /// Apply turn-label escaping (FORMATS.md §5) in text formats.
+    /// Apply turn-label escaping (docs/FORMATS.md §6) in text formats.
     pub escape: bool,
 }
 

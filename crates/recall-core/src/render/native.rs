@@ -8,7 +8,7 @@ use super::RenderInput;
 use crate::message::{content_json, openai_image, Block, Content, Role};
 
 /// `{"system": S, "messages": [...]}`; thinking blocks survive only in the newest assistant
-/// message (FORMATS.md §4.5).
+/// message (docs/FORMATS.md §5.5).
 pub fn render_anthropic(input: &RenderInput<'_>) -> Value {
     let newest_assistant = input
         .kept
@@ -47,7 +47,7 @@ pub fn render_anthropic(input: &RenderInput<'_>) -> Value {
 }
 
 /// `{"messages": [...]}` with a leading system message, assistant `tool_calls` and `tool`
-/// messages (FORMATS.md §4.6).
+/// messages (docs/FORMATS.md §5.6).
 pub fn render_openai(input: &RenderInput<'_>) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     let obj = |pairs: Vec<(&str, Value)>| {

@@ -5,7 +5,7 @@ use super::RenderInput;
 use crate::extract::{role_upper, task_text, transcript_text};
 use crate::message::{Block, Content, Role};
 
-/// `Human: …` / `Assistant: …` joined by `\n\n---\n\n` (FORMATS.md §4.1).
+/// `Human: …` / `Assistant: …` joined by `\n\n---\n\n` (docs/FORMATS.md §5.1).
 pub fn render_transcript(input: &RenderInput<'_>) -> String {
     let mut out = String::new();
     for k in input.kept {
@@ -36,7 +36,7 @@ pub fn render_transcript(input: &RenderInput<'_>) -> String {
     out
 }
 
-/// `[ROLE]: text` parts joined by a blank line, system parts first (FORMATS.md §4.2).
+/// `[ROLE]: text` parts joined by a blank line, system parts first (docs/FORMATS.md §5.2).
 pub fn render_bracket(input: &RenderInput<'_>) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut push = |label: &str, text: &str| {
@@ -80,7 +80,7 @@ enum Turn {
     Assistant(Vec<String>),
 }
 
-/// `<conversation_history>` … then the current message (FORMATS.md §4.3).
+/// `<conversation_history>` … then the current message (docs/FORMATS.md §5.3).
 pub fn render_xml(input: &RenderInput<'_>) -> String {
     let mut turns: Vec<Turn> = Vec::new();
     for k in input.kept {
@@ -180,7 +180,7 @@ pub fn render_xml(input: &RenderInput<'_>) -> String {
 /// The header line of the `task` history section.
 pub const TASK_HEADER: &str = "💬 CONVERSATION HISTORY (Context leading to this task):";
 
-/// A sub-agent brief's history section (FORMATS.md §4.4).
+/// A sub-agent brief's history section (docs/FORMATS.md §5.4).
 pub fn render_task(input: &RenderInput<'_>) -> String {
     let mut out = String::from(TASK_HEADER);
     out.push('\n');

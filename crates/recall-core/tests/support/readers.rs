@@ -421,7 +421,7 @@ pub fn read_task(text: &str) -> Result<Vec<TaskItem>, String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Oracles: the turns each format must render for a kept history (FORMATS.md §2, §4)
+// Oracles: the turns each format must render for a kept history (docs/FORMATS.md §5)
 // ---------------------------------------------------------------------------------------------
 
 fn blank(s: &str) -> bool {

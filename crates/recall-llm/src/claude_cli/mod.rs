@@ -27,7 +27,8 @@ use crate::render::{kept, require_messages, user_text};
 use parse::CliParser;
 use process::{ChildGuard, StderrTail};
 
-/// The most bytes of prompt the CLI accepts on stdin (PROTOCOLS.md §1.1).
+/// The most bytes of prompt the Claude Code CLI accepts on stdin (its own limit); recall
+/// refuses a larger prompt before starting the CLI.
 pub const MAX_PROMPT_BYTES: usize = 10 * 1024 * 1024;
 
 /// The longest stdout line accepted (a whole assistant message is one line).

@@ -1,5 +1,5 @@
 //! Parsing the CLI's `--output-format stream-json --verbose --include-partial-messages` stdout
-//! (PROTOCOLS.md §1.2), one JSON object per line.
+//! (recorded in `tests/data/`), one JSON object per line.
 //!
 //! - `stream_event` lines carry raw Anthropic events: the main source of content.
 //! - `assistant` lines carry whole messages, possibly several per `message.id`. They are used

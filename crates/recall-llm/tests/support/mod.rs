@@ -84,7 +84,7 @@ pub fn expect_err(r: Result<EventStream, recall_llm::BackendError>) -> recall_ll
     }
 }
 
-/// The recorded real CLI stdout (PROTOCOLS.md; copied from shared/recorded).
+/// Stdout of the real CLI (version 2.1.197), recorded once and kept in `tests/data/`.
 pub fn recording_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/claude-cli-2.1.197-stream-json-partial.jsonl")

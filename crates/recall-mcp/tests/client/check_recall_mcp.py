@@ -193,7 +193,7 @@ async def main_tenant():
         lst, err = await call(s, "list_conversations", {})
         check("list_conversations: the new conversation", lst is not None and [c["id"] for c in lst["conversations"]] == [cid], (lst, err))
         check("list_conversations: message count", lst is not None and lst["conversations"][0]["message_count"] == 2, lst)
-        check("list_conversations: no next page", lst is not None and lst["next_cursor"] is None, lst)
+        check("list_conversations: no next page", lst is not None and lst["next_after"] is None, lst)
 
         found, err = await call(s, "search_history", {"query": "fastapi billing"})
         check(
@@ -322,7 +322,7 @@ async def other_tenant(cid, task_id):
     async with connect("team-b") as s:
         await s.initialize()
         lst, err = await call(s, "list_conversations", {})
-        check("tenant team-b sees no conversation of team-a", lst == {"conversations": [], "next_cursor": None}, (lst, err))
+        check("tenant team-b sees no conversation of team-a", lst == {"conversations": [], "next_after": None}, (lst, err))
         _, err = await call(s, "get_task", {"task_id": task_id})
         check("tenant team-b cannot read team-a's task", err == f"task '{task_id}' not found", err)
         _, err = await call(s, "get_context", {"conversation_id": cid})
