@@ -301,10 +301,10 @@ fn healthy(base_url: &str) -> bool {
 }
 
 fn local(server: LocalModelServer, opts: &DiscoverOptions, why: &str) -> Discovered {
-    let mut c = OpenAiConfig {
+    let mut c = HttpConfig {
         base_url: server.base_url.clone(),
         model: opts.model.clone().unwrap_or(server.model),
-        ..OpenAiConfig::default()
+        ..HttpConfig::openai()
     };
     c.timeouts.total = opts.timeout;
     Discovered {
