@@ -85,10 +85,16 @@ pub enum Command {
     #[command(subcommand, visible_alias = "conv", after_help = CONVERSATIONS_HELP)]
     Conversations(ConversationsCommand),
     /// Append a message to a stored conversation.
-    #[command(after_help = "Examples:\n  \
+    #[command(
+        // Clap's generated usage lists every argument that has a value, RECALL_DB's --db
+        // included, which made --db look required when --role was missing.
+        override_usage = "recall append <ID> --role <ROLE> --content <TEXT> [OPTIONS]\n       \
+                          recall append <ID> --json <JSON> [OPTIONS]",
+        after_help = "Examples:\n  \
         recall append 0193… --role user --content 'We use FastAPI.'\n  \
         recall append 0193… --json '{\"role\":\"assistant\",\"content\":\"Noted.\"}'\n  \
-        recall append 0193… --role user --content 'retry-safe' --id client-42")]
+        recall append 0193… --role user --content 'retry-safe' --id client-42"
+    )]
     Append(AppendArgs),
     /// Print the context a stored conversation would send next (same output as `render`).
     #[command(after_help = "Examples:\n  \

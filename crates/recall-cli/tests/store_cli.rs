@@ -591,3 +591,51 @@ fn durability_flag_and_env_are_taken_and_checked() {
         .assert()
         .code(2);
 }
+
+/// `append` errors say what to do: an unknown role lists the valid ones (clap), a bad role in
+/// `--json` speaks of "the message" (no `messages[0]`, no strict mode), and a missing
+/// `--role` shows the two ways to call it, not a required `--db` (RECALL_DB is set here).
+#[test]
+fn append_errors_list_the_roles_and_the_usage() {
+    let db = db();
+    let id = stdout_of(recall(&db).args(["conversations", "new"]));
+    let id = id.trim();
+    let out = recall(&db)
+        .args(["append", id, "--role", "bot", "--content", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[possible values: user, assistant, system]"),
+        "{stderr}"
+    );
+    let out = recall(&db)
+        .args(["append", id, "--json", r#"{"role":"bot","content":"x"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the message has invalid role 'bot'"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("user, assistant and system"), "{stderr}");
+    assert!(
+        !stderr.contains("messages[0]") && !stderr.contains("strict mode"),
+        "{stderr}"
+    );
+    let out = recall(&db)
+        .args(["append", id, "--content", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--role <ROLE>"), "{stderr}");
+    assert!(!stderr.contains("--db"), "{stderr}");
+    assert_eq!(
+        stdout_of(recall(&db).args(["conversations", "show", id, "--json"]))
+            .contains("\"message_count\": 0"),
+        true
+    );
+}
