@@ -424,6 +424,60 @@ pub(crate) fn stream_headers(
     Ok(h)
 }
 
+/// What an HTTP provider (Anthropic, OpenAI-compatible) brings: its name, format, endpoint,
+/// headers, body and decoder. [`Backend`](crate::Backend) is implemented once for every
+/// provider from these, so the providers differ only where their APIs do.
+pub(crate) trait HttpProvider: Send + Sync {
+    /// [`Backend::name`](crate::Backend::name).
+    const NAME: &'static str;
+    /// [`Backend::context_format`](crate::Backend::context_format).
+    const FORMAT: recall_core::Format;
+    /// Reads the provider's event stream.
+    type Decoder: SseDecoder;
+    /// The model a request that names none uses.
+    fn default_model(&self) -> &str;
+    /// Where requests go and how they are retried.
+    fn endpoint(&self) -> &Endpoint;
+    /// The request headers (the key among them).
+    fn headers(&self) -> Result<HeaderMap, BackendError>;
+    /// The JSON request body for `req`.
+    fn body(
+        req: &crate::ChatRequest,
+        default_model: &str,
+    ) -> Result<serde_json::Value, BackendError>;
+    /// A decoder that redacts `secret` from what it reports.
+    fn decoder(&self, secret: Option<String>) -> Self::Decoder;
+}
+
+#[async_trait::async_trait]
+impl<P: HttpProvider> crate::Backend for P {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn context_format(&self) -> recall_core::Format {
+        P::FORMAT
+    }
+
+    fn preview(&self, req: &crate::ChatRequest) -> Result<String, BackendError> {
+        let body = P::body(req, self.default_model())?;
+        Ok(serde_json::to_string_pretty(&body).unwrap_or_default())
+    }
+
+    async fn stream(
+        &self,
+        req: crate::ChatRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, BackendError> {
+        let headers = self.headers()?;
+        let body = P::body(&req, self.default_model())?;
+        stream_call(self.endpoint(), headers, &body, cancel, |secret| {
+            self.decoder(secret)
+        })
+        .await
+    }
+}
+
 /// Posts `body` with `headers` to `endpoint` and decodes its event stream with the decoder
 /// `decoder` makes (it is given the secret to redact from what it reports).
 pub(crate) async fn stream_call<D: SseDecoder>(

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, EventStream};
 use crate::error::{redact, BackendError, BackendErrorKind};
 use crate::event::{BackendEvent, ChatRequest, Usage};
 use crate::http::{self, Flow, HttpConfig, SseDecoder, Timeouts};
@@ -147,35 +145,32 @@ fn map_status(status: u16, body: &str, secret: Option<&str>, key_env: &str) -> B
     BackendError::new(kind)
 }
 
-#[async_trait::async_trait]
-impl Backend for OpenAiBackend {
-    fn name(&self) -> &'static str {
-        "openai"
+impl http::HttpProvider for OpenAiBackend {
+    const NAME: &'static str = "openai";
+    const FORMAT: recall_core::Format = recall_core::Format::Openai;
+    type Decoder = OpenAiDecoder;
+
+    fn default_model(&self) -> &str {
+        &self.config.model
     }
 
-    fn context_format(&self) -> recall_core::Format {
-        recall_core::Format::Openai
+    fn endpoint(&self) -> &http::Endpoint {
+        &self.endpoint
     }
 
-    fn preview(&self, req: &ChatRequest) -> Result<String, BackendError> {
-        let body = request_body(req, &self.config.model)?;
-        Ok(serde_json::to_string_pretty(&body).unwrap_or_default())
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, BackendError> {
+        OpenAiBackend::headers(self)
     }
 
-    async fn stream(
-        &self,
-        req: ChatRequest,
-        cancel: CancellationToken,
-    ) -> Result<EventStream, BackendError> {
-        let headers = self.headers()?;
-        let body = request_body(&req, &self.config.model)?;
-        http::stream_call(&self.endpoint, headers, &body, cancel, |secret| {
-            OpenAiDecoder {
-                secret,
-                ..OpenAiDecoder::default()
-            }
-        })
-        .await
+    fn body(req: &ChatRequest, default_model: &str) -> Result<Value, BackendError> {
+        request_body(req, default_model)
+    }
+
+    fn decoder(&self, secret: Option<String>) -> OpenAiDecoder {
+        OpenAiDecoder {
+            secret,
+            ..OpenAiDecoder::default()
+        }
     }
 }
 
@@ -256,7 +251,7 @@ struct ToolCall {
 
 /// SSE → events for chat completions.
 #[derive(Debug, Default)]
-struct OpenAiDecoder {
+pub(crate) struct OpenAiDecoder {
     tools: BTreeMap<u64, ToolCall>,
     finish_reason: Option<String>,
     secret: Option<String>,

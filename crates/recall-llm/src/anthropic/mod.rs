@@ -7,9 +7,7 @@ pub(crate) use stream::{default_reason, parse_tool_input, MessageStream, Step};
 pub(crate) use wire::{StreamEvent, WireUsage};
 
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Backend, EventStream};
 use crate::error::BackendError;
 use crate::event::{BackendEvent, ChatRequest};
 use crate::http::{self, Flow, HttpConfig, SseDecoder, Timeouts};
@@ -109,40 +107,36 @@ fn map_status(status: u16, body: &str, secret: Option<&str>, key_env: &str) -> B
     stream::api_error(&parsed.error, Some(status), secret, key_env)
 }
 
-#[async_trait::async_trait]
-impl Backend for AnthropicBackend {
-    fn name(&self) -> &'static str {
-        "anthropic"
+impl http::HttpProvider for AnthropicBackend {
+    const NAME: &'static str = "anthropic";
+    const FORMAT: recall_core::Format = recall_core::Format::Anthropic;
+    type Decoder = AnthropicDecoder;
+
+    fn default_model(&self) -> &str {
+        &self.config.model
     }
 
-    fn context_format(&self) -> recall_core::Format {
-        recall_core::Format::Anthropic
+    fn endpoint(&self) -> &http::Endpoint {
+        &self.endpoint
     }
 
-    fn preview(&self, req: &ChatRequest) -> Result<String, BackendError> {
-        let body = request_body(req, &self.config.model)?;
-        Ok(serde_json::to_string_pretty(&body).unwrap_or_default())
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, BackendError> {
+        AnthropicBackend::headers(self)
     }
 
-    async fn stream(
-        &self,
-        req: ChatRequest,
-        cancel: CancellationToken,
-    ) -> Result<EventStream, BackendError> {
-        let headers = self.headers()?;
-        let body = request_body(&req, &self.config.model)?;
-        let key_env = self.config.key_env.clone();
-        http::stream_call(&self.endpoint, headers, &body, cancel, move |secret| {
-            AnthropicDecoder {
-                stream: MessageStream::new(secret, &key_env),
-            }
-        })
-        .await
+    fn body(req: &ChatRequest, default_model: &str) -> Result<Value, BackendError> {
+        request_body(req, default_model)
+    }
+
+    fn decoder(&self, secret: Option<String>) -> AnthropicDecoder {
+        AnthropicDecoder {
+            stream: MessageStream::new(secret, &self.config.key_env),
+        }
     }
 }
 
 /// SSE → events for the Messages API.
-struct AnthropicDecoder {
+pub(crate) struct AnthropicDecoder {
     stream: MessageStream,
 }
 
