@@ -55,6 +55,7 @@ fn render_kept(kept: &[Kept]) -> Prompt {
             kept,
             current: None,
             escape: true,
+            recalled: None,
         },
     )
 }

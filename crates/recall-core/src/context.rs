@@ -21,6 +21,9 @@
 use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
 use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
+use crate::recall::{
+    choose, with_leading_text, Bm25Index, RecallCandidate, RecallQuery, RecallSection,
+};
 use crate::render::{render, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
 use crate::stable::{stable_window_start, WindowItem};
@@ -37,6 +40,9 @@ pub struct ContextRequest {
     pub current: Option<String>,
     /// Turn-label escaping in text formats (on unless `--no-escape`).
     pub escape: bool,
+    /// What recall looks for (with `recall_tokens > 0`); `None`: the newest user message's
+    /// text. Not stored.
+    pub query: Option<String>,
 }
 
 impl ContextRequest {
@@ -47,6 +53,7 @@ impl ContextRequest {
             overrides: PolicyOverrides::default(),
             current: None,
             escape: true,
+            query: None,
         }
     }
 
@@ -76,12 +83,13 @@ impl ContextRequest {
         }
         Ok(Resolved {
             format,
-            policy: self.overrides.apply(policy)?,
+            policy: self.overrides.apply(policy)?.reserve_recall()?,
         })
     }
 }
 
-/// The format and policy a context is built with (see [`ContextRequest::resolve`]).
+/// The format and policy a context is built with (see [`ContextRequest::resolve`]): with
+/// recall on, `policy.max_tokens` is the window's share (the budget less `recall_tokens`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
     pub format: Format,
@@ -105,15 +113,31 @@ pub struct ContextOutput {
     /// The `xml` current message, rendered after the history (`None` for other formats,
     /// where a current message is the last of `kept`).
     pub current: Option<String>,
+    /// The recalled messages and their section (with `recall_tokens > 0`).
+    pub recalled: Option<RecallSection>,
 }
 
 impl ContextOutput {
     /// The selected messages as one list: `kept`, then the `xml` current message as a user
     /// text message. This is what a chat backend is sent.
+    ///
+    /// The recalled section, if any, is a leading text block of the newest user message (the
+    /// `xml` current message, else the last cut point of `kept`), as in `anthropic`/`openai`.
     pub fn messages(&self) -> Vec<Message> {
         let mut out: Vec<Message> = self.kept.iter().map(|k| k.message.clone()).collect();
         if let Some(c) = &self.current {
             out.push(Message::text(Role::User, c.clone()));
+        }
+        let section = self.recalled.as_ref().map(|r| r.text.as_str());
+        if let Some(section) = section.filter(|s| !s.is_empty()) {
+            let at = if self.current.is_some() {
+                out.len().checked_sub(1)
+            } else {
+                self.kept.iter().rposition(|k| k.message.is_cut_point())
+            };
+            if let Some(m) = at.and_then(|i| out.get_mut(i)) {
+                *m = with_leading_text(m, section);
+            }
         }
         out
     }
@@ -216,13 +240,30 @@ pub fn stable_start_of(history: &[HistoryMessage], policy: &Policy) -> usize {
     }
 }
 
-/// Selects and renders gathered history: the current message (`xml` takes the final user
-/// message when none is given; other formats append it), selection, stats, rendering.
-pub fn assemble(
+/// A context selected and not yet rendered: what [`prepare`] hands to recall (a store's or
+/// [`Prepared::recall_in_memory`]) and then to [`Prepared::finish`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub format: Format,
+    pub policy: Policy,
+    pub system_parts: Vec<String>,
+    pub kept: Vec<Kept>,
+    pub current: Option<String>,
+    pub stats: Stats,
+    pub escape: bool,
+    /// What recall looks for, when the policy recalls and there is a newest user message.
+    pub recall: Option<RecallQuery>,
+}
+
+/// Selects gathered history: the current message (`xml` takes the final user message when
+/// none is given; other formats append it), selection, stats, and the recall query (see
+/// [`crate::recall`]: only messages before the first kept one may be recalled; with nothing
+/// kept, every gathered one).
+pub fn prepare(
     mut g: Gathered,
     req: &ContextRequest,
     resolved: Resolved,
-) -> Result<ContextOutput, ContextError> {
+) -> Result<Prepared, ContextError> {
     let Resolved { format, policy } = resolved;
     let counter = policy.tokenizer;
     let mut current: Option<String> = None;
@@ -261,22 +302,105 @@ pub fn assemble(
     g.warnings.append(&mut stats.warnings);
     stats.warnings = g.warnings;
 
-    let input = RenderInput {
-        system_parts: &g.system_parts,
-        kept: &selection.kept,
-        current: current.as_deref(),
-        escape: req.escape,
-    };
-    let prompt = render(format, &input);
-    Ok(ContextOutput {
+    let recall = (policy.recall_tokens > 0)
+        .then(|| {
+            // The newest user message: the current one, else the last cut point kept.
+            let newest = match &current {
+                Some(c) => Some(c.clone()),
+                None => selection
+                    .kept
+                    .iter()
+                    .rposition(|k| k.message.is_cut_point())
+                    .map(|i| user_text(&selection.kept[i].message)),
+            }?;
+            let before = match selection.kept.first() {
+                Some(k) => k.index as i64,
+                None => g.history.last().map_or(0, |h| h.index as i64 + 1),
+            };
+            let text = req.query.clone().unwrap_or(newest);
+            Some(RecallQuery::new(
+                &text,
+                before,
+                policy.recall_tokens,
+                policy.recall_scope,
+            ))
+        })
+        .flatten();
+
+    Ok(Prepared {
         format,
-        prompt,
-        stats,
         policy,
         system_parts: g.system_parts,
         kept: selection.kept,
         current,
+        stats,
+        escape: req.escape,
+        recall,
     })
+}
+
+impl Prepared {
+    /// Recall over history held in memory (`history`: what was gathered, oldest first, keyed
+    /// by index): BM25 over the messages older than the window, then [`choose`].
+    pub fn recall_in_memory(&self, history: &[HistoryMessage]) -> Option<RecallSection> {
+        let q = self.recall.as_ref()?;
+        let candidates: Vec<RecallCandidate> = history
+            .iter()
+            .filter(|h| (h.index as i64) < q.before)
+            .map(|h| RecallCandidate {
+                conversation_id: None,
+                seq: h.index as i64,
+                message: h.message.clone(),
+                at: None,
+            })
+            .collect();
+        let hits = Bm25Index::over(&candidates).rank(&q.terms, q.limit);
+        Some(choose(
+            q,
+            &hits,
+            &candidates,
+            &self.policy.tokenizer,
+            self.escape,
+            true,
+        ))
+    }
+
+    /// Renders the context, with the recalled section when given.
+    pub fn finish(self, recalled: Option<RecallSection>) -> ContextOutput {
+        let mut stats = self.stats;
+        stats.recalled = recalled.as_ref().map(|r| r.stats.clone());
+        let input = RenderInput {
+            system_parts: &self.system_parts,
+            kept: &self.kept,
+            current: self.current.as_deref(),
+            escape: self.escape,
+            recalled: recalled.as_ref().map(|r| r.text.as_str()),
+        };
+        let prompt = render(self.format, &input);
+        ContextOutput {
+            format: self.format,
+            prompt,
+            stats,
+            policy: self.policy,
+            system_parts: self.system_parts,
+            kept: self.kept,
+            current: self.current,
+            recalled,
+        }
+    }
+}
+
+/// Selects and renders gathered history ([`prepare`], then [`Prepared::finish`]), recalling
+/// from the gathered history itself when the policy recalls.
+pub fn assemble(
+    g: Gathered,
+    req: &ContextRequest,
+    resolved: Resolved,
+) -> Result<ContextOutput, ContextError> {
+    let history = (resolved.policy.recall_tokens > 0).then(|| g.history.clone());
+    let prepared = prepare(g, req, resolved)?;
+    let recalled = history.and_then(|h| prepared.recall_in_memory(&h));
+    Ok(prepared.finish(recalled))
 }
 
 /// Builds the context of a parsed conversation.

@@ -13,6 +13,7 @@ pub mod json_text;
 pub mod message;
 pub mod parse;
 pub mod policy;
+pub mod recall;
 pub mod render;
 pub mod select;
 pub mod stable;

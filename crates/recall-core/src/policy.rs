@@ -30,6 +30,38 @@ impl FromStr for TrimMode {
     }
 }
 
+/// Where recall looks for earlier messages (docs/FORMAT-DECISIONS.md, "Recall").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecallScope {
+    /// The messages of this conversation older than the window.
+    #[default]
+    Conversation,
+    /// Those, and every message of the tenant's other conversations (never another
+    /// tenant's).
+    Tenant,
+}
+
+impl FromStr for RecallScope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "conversation" => Ok(RecallScope::Conversation),
+            "tenant" => Ok(RecallScope::Tenant),
+            other => Err(format!(
+                "unknown recall scope '{other}' (expected conversation or tenant)"
+            )),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RecallScope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// The limits and caps of one selection. `None` means no limit.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Policy {
@@ -44,6 +76,11 @@ pub struct Policy {
     pub low_water: f64,
     /// Strip surrounding whitespace from text before capping (the `task` format does).
     pub strip_before_cap: bool,
+    /// Tokens reserved for recalled earlier messages (0: recall off). After
+    /// `ContextRequest::resolve`, `max_tokens` is the window's share: the budget less this.
+    pub recall_tokens: u64,
+    /// Where recall looks.
+    pub recall_scope: RecallScope,
 }
 
 impl Default for Policy {
@@ -59,11 +96,34 @@ impl Default for Policy {
             trim: TrimMode::Sliding,
             low_water: 0.6,
             strip_before_cap: false,
+            recall_tokens: 0,
+            recall_scope: RecallScope::Conversation,
         }
     }
 }
 
 impl Policy {
+    /// Takes the recall share out of the token budget: `max_tokens` becomes the window's
+    /// share. Unused recall tokens are not given back to the window, so the window does not
+    /// move with what recall happened to find. A recall share that leaves the window nothing
+    /// is refused.
+    pub fn reserve_recall(mut self) -> Result<Policy, InvalidPolicy> {
+        if self.recall_tokens == 0 {
+            return Ok(self);
+        }
+        if let Some(total) = self.max_tokens {
+            if self.recall_tokens >= total {
+                return Err(InvalidPolicy(format!(
+                    "recall_tokens ({}) must be less than max_tokens ({total}): the window \
+                     gets max_tokens less recall_tokens",
+                    self.recall_tokens
+                )));
+            }
+            self.max_tokens = Some(total - self.recall_tokens);
+        }
+        Ok(self)
+    }
+
     /// True when some per-message cap is set.
     pub fn has_caps(&self) -> bool {
         self.user_max_chars.is_some()
@@ -243,6 +303,17 @@ pub struct PolicyOverrides {
     #[cfg_attr(feature = "utoipa", schema(exclusive_minimum = 0.0, maximum = 1.0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low_water: Option<f64>,
+    /// Recall: reserve N of the max_tokens budget for earlier messages (older than the
+    /// window) relevant to the newest user message (or to `query`); the window gets the rest,
+    /// unused recall tokens included. 0 or unset: no recall.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_tokens: Option<Count>,
+    /// Recall scope: conversation (default: this conversation's earlier messages) or tenant
+    /// (also every other conversation of the same tenant).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "S"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_scope: Option<RecallScope>,
 }
 
 impl serde::Serialize for PolicyOverrides {
@@ -350,6 +421,12 @@ impl PolicyOverrides {
         }
         if let Some(v) = self.low_water {
             base.low_water = v;
+        }
+        if let Some(v) = self.recall_tokens {
+            base.recall_tokens = v.get();
+        }
+        if let Some(v) = self.recall_scope {
+            base.recall_scope = v;
         }
         Ok(base)
     }
@@ -483,7 +560,7 @@ impl<'de> serde::Deserialize<'de> for Format {
 /// serde forms are hand-written too (aliases like `o200k_base` are accepted on input).
 #[cfg(any(feature = "schemars", feature = "utoipa"))]
 mod schemas {
-    use super::{Count, Format, Tokenizer, TrimMode};
+    use super::{Count, Format, RecallScope, Tokenizer, TrimMode};
 
     #[cfg(feature = "schemars")]
     mod json_schema {
@@ -528,6 +605,18 @@ mod schemas {
             }
             fn json_schema(_: &mut SchemaGenerator) -> Schema {
                 names(&["sliding", "stable"])
+            }
+        }
+
+        impl JsonSchema for RecallScope {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                "RecallScope".into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                names(&["conversation", "tenant"])
             }
         }
 
@@ -584,6 +673,13 @@ mod schemas {
             }
         }
         impl ToSchema for TrimMode {}
+
+        impl PartialSchema for RecallScope {
+            fn schema() -> RefOr<Schema> {
+                names(&["conversation", "tenant"])
+            }
+        }
+        impl ToSchema for RecallScope {}
 
         impl PartialSchema for Format {
             fn schema() -> RefOr<Schema> {

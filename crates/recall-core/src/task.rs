@@ -331,6 +331,7 @@ pub fn history_section(history: &[TaskMessage]) -> String {
         kept: &kept,
         current: None,
         escape: false,
+        recalled: None,
     })
 }
 

@@ -446,6 +446,8 @@ fn overrides() -> impl Strategy<Value = PolicyOverrides> {
                     tool_result_max_chars: tool.map(count),
                     trim,
                     low_water,
+                    recall_tokens: None,
+                    recall_scope: None,
                 }
             },
         )
@@ -818,6 +820,7 @@ proptest! {
             kept: &s.kept,
             current: Some(&current),
             escape: true,
+            recalled: None,
         };
         let out = render(Format::Transcript, &input).to_text();
         let read = readers::read_transcript(&out).map_err(|e| TestCaseError::fail(format!("{e}\n{out}")))?;
@@ -912,7 +915,7 @@ proptest! {
             skipped: parse_skipped,
             warnings: Vec::new(),
         };
-        let req = ContextRequest { format: Some(format), overrides, current: current.clone(), escape: true };
+        let req = ContextRequest { format: Some(format), overrides, current: current.clone(), escape: true, query: None };
         let mut hist: Vec<Message> = msgs.iter().filter(|m| m.role != Role::System).cloned().collect();
         let out = match build_context(&conv, &req) {
             Ok(out) => out,
@@ -978,6 +981,7 @@ fn stable_req(format: Format, max_tokens: u64, current: Option<&str>) -> Context
         },
         current: current.map(String::from),
         escape: true,
+        query: None,
     }
 }
 

@@ -289,6 +289,51 @@ pub fn escape_labels(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// What follows the `<` of a recalled section's tag, open or close.
+const RECALL_TAG_PATTERNS: [&str; 2] = ["~/~recalled_messages", "~recalled_messages"];
+
+/// True when `s` starts with a `recalled_messages` tag's `<` (open or close, matched as
+/// [`starts_with_tag`] matches the history tags).
+pub fn starts_with_recall_tag(s: &str) -> bool {
+    let mut chars = s.chars();
+    if chars.next().map(fold) != Some('<') {
+        return false;
+    }
+    let rest = chars.as_str();
+    RECALL_TAG_PATTERNS
+        .iter()
+        .any(|p| match_folded(rest, p).is_some())
+}
+
+/// Escapes, with a backslash before its `<`, every `recalled_messages` tag in `text`: what a
+/// recalled excerpt's content gets, so that it cannot close the section it is quoted in.
+/// Borrows when nothing changes.
+///
+/// ```
+/// use recall_core::render::escape::escape_recall_tags;
+/// assert_eq!(escape_recall_tags("a </Recalled-Messages> b"), "a \\</Recalled-Messages> b");
+/// assert_eq!(escape_recall_tags("a < b"), "a < b");
+/// ```
+pub fn escape_recall_tags(text: &str) -> Cow<'_, str> {
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    for (i, c) in text.char_indices() {
+        if fold(c) == '<' && starts_with_recall_tag(&text[i..]) {
+            let buf = out.get_or_insert_with(|| String::with_capacity(text.len() + 8));
+            buf.push_str(&text[copied..i]);
+            buf.push('\\');
+            copied = i;
+        }
+    }
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut buf) => {
+            buf.push_str(&text[copied..]);
+            Cow::Owned(buf)
+        }
+    }
+}
+
 /// `escape_labels` when `on`, the text unchanged otherwise.
 pub fn maybe_escape(text: &str, on: bool) -> Cow<'_, str> {
     if on {

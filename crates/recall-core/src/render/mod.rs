@@ -23,9 +23,24 @@ pub struct RenderInput<'a> {
     pub current: Option<&'a str>,
     /// Apply turn-label escaping (docs/FORMATS.md §6) in text formats.
     pub escape: bool,
+    /// The recalled section (`crate::recall::render_section`), placed just before the newest
+    /// user message: a leading text block of it in `anthropic`/`openai`, a section before its
+    /// turn in the text formats (`xml`: before the current message). `None` or empty: none.
+    pub recalled: Option<&'a str>,
 }
 
 impl RenderInput<'_> {
+    /// The recalled section, when there is one to place.
+    pub fn recalled(&self) -> Option<&str> {
+        self.recalled.filter(|s| !s.is_empty())
+    }
+
+    /// The index in `kept` of the newest user message (the last cut point), where the
+    /// recalled section goes in every format but `xml`.
+    pub fn newest_user(&self) -> Option<usize> {
+        self.kept.iter().rposition(|k| k.message.is_cut_point())
+    }
+
     /// The system prompt: its parts joined with `"\n"`, or `None` when there are none.
     pub fn system(&self) -> Option<String> {
         (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"))

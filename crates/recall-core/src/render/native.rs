@@ -6,6 +6,13 @@ use serde_json::{Map, Value};
 
 use super::RenderInput;
 use crate::message::{content_json, openai_image, Block, Content, Role};
+use crate::recall::with_leading_text;
+
+/// Where the recalled section goes: the newest user message's index, and the section.
+fn recall_target<'a>(input: &RenderInput<'a>) -> Option<(usize, &'a str)> {
+    let text = input.recalled.filter(|s| !s.is_empty())?;
+    Some((input.newest_user()?, text))
+}
 
 /// `{"system": S, "messages": [...]}`; thinking blocks survive only in the newest assistant
 /// message (docs/FORMATS.md §5.5).
@@ -15,8 +22,16 @@ pub fn render_anthropic(input: &RenderInput<'_>) -> Value {
         .iter()
         .rposition(|k| k.message.role == Role::Assistant);
     let mut messages = Vec::with_capacity(input.kept.len());
+    let target = recall_target(input);
     for (i, k) in input.kept.iter().enumerate() {
-        let m = &k.message;
+        let with_recall;
+        let m = match &target {
+            Some((t, text)) if *t == i => {
+                with_recall = with_leading_text(&k.message, text);
+                &with_recall
+            }
+            _ => &k.message,
+        };
         if m.role == Role::System {
             continue;
         }
@@ -60,8 +75,16 @@ pub fn render_openai(input: &RenderInput<'_>) -> Value {
     if let Some(s) = input.system() {
         messages.push(obj(vec![("role", "system".into()), ("content", s.into())]));
     }
-    for k in input.kept {
-        let m = &k.message;
+    let target = recall_target(input);
+    for (i, k) in input.kept.iter().enumerate() {
+        let with_recall;
+        let m = match &target {
+            Some((t, text)) if *t == i => {
+                with_recall = with_leading_text(&k.message, text);
+                &with_recall
+            }
+            _ => &k.message,
+        };
         match (&m.content, m.role) {
             (_, Role::System) => continue,
             (Content::Text(s), role) => {
