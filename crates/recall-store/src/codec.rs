@@ -11,7 +11,9 @@ use recall_core::parse::{parse_message_value, InvalidEntry};
 use serde_json::{Map, Value};
 
 use crate::error::StoreError;
-use crate::model::{Conversation, Figures, MessageStatus, NewMessage, StoredMessage, StoredTask};
+use crate::model::{
+    Conversation, Figures, ForkPoint, MessageStatus, NewMessage, StoredMessage, StoredTask,
+};
 
 /// Milliseconds since the Unix epoch, as every `created_at`/`updated_at` column holds them.
 pub(crate) fn now_ms() -> i64 {
@@ -99,6 +101,8 @@ pub(crate) struct ConversationColumns<'a> {
     pub message_count: i64,
     pub last_seq: i64,
     pub total_tokens: i64,
+    pub parent_id: Option<String>,
+    pub fork_seq: i64,
 }
 
 impl ConversationColumns<'_> {
@@ -121,6 +125,10 @@ impl ConversationColumns<'_> {
             message_count: self.message_count,
             last_seq: self.last_seq,
             total_tokens: self.total_tokens,
+            forked_from: self.parent_id.map(|conversation_id| ForkPoint {
+                conversation_id,
+                seq: self.fork_seq,
+            }),
         })
     }
 }

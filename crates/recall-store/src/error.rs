@@ -44,6 +44,26 @@ pub enum StoreError {
     /// No such task for this tenant.
     #[error("task '{0}' not found")]
     TaskNotFound(String),
+    /// The write would change the history of forks that read this conversation (`what`: what
+    /// was refused). Nothing was changed.
+    #[error(
+        "cannot {what} conversation '{conversation}': {forks} fork(s) read its history; \
+         delete them first, or delete with cascade to delete them too"
+    )]
+    HasForks {
+        conversation: String,
+        forks: u64,
+        what: String,
+    },
+    /// A fork was asked for at a message that is partial: a reply still being streamed (it
+    /// will be updated when it ends) or one cut short. A fork reads its prefix unchanged, so
+    /// it cannot start after a message that may still change. Nothing was changed.
+    #[error(
+        "cannot fork conversation '{conversation}' at {seq}: message {seq} is partial (a reply \
+         still streaming or cut short); fork at {before} and retry the reply instead",
+        before = seq - 1
+    )]
+    PartialForkPoint { conversation: String, seq: i64 },
 }
 
 impl StoreError {

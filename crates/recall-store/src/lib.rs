@@ -44,6 +44,7 @@
 mod append_plan;
 mod codec;
 mod error;
+mod fork_plan;
 mod keys;
 mod model;
 mod options;
@@ -58,8 +59,9 @@ mod window_plan;
 pub use error::{DbError, StoreError};
 pub use keys::{ApiKey, NewApiKey};
 pub use model::{
-    core_measure, Appended, Conversation, Figures, MessageStatus, NewConversation, NewMessage,
-    SearchHit, StoredMessage, StoredTask,
+    core_measure, Appended, Conversation, ConversationUpdate, Figures, ForkPoint, MessageStatus,
+    NewConversation, NewFork, NewMessage, NewVector, RecallHits, SearchHit, StoredMessage,
+    StoredTask, VectorTodo, REDACTED_TEXT,
 };
 pub use options::{Durability, SqliteOptions};
 pub use postgres::PgStore;
@@ -68,6 +70,7 @@ pub use window::Window;
 
 use async_trait::async_trait;
 use recall_core::policy::Policy;
+use recall_core::recall::{RecallCandidate, RecallKey, RecallQuery};
 
 /// The default tenant of single-user setups (the CLI, `--no-auth` servers).
 pub const DEFAULT_TENANT: &str = "default";
@@ -94,12 +97,57 @@ pub trait Store: Send + Sync {
         limit: u32,
     ) -> Result<Vec<Conversation>, StoreError>;
 
-    /// Deletes a conversation and its messages.
-    async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), StoreError>;
+    /// Deletes a conversation and its messages. A conversation with forks is refused
+    /// ([`StoreError::HasForks`]) unless `cascade`, which deletes its forks (and theirs) too.
+    /// Returns how many conversations were deleted.
+    async fn delete_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        cascade: bool,
+    ) -> Result<u64, StoreError>;
 
     /// Removes a conversation's messages and keeps the conversation; `seq` keeps counting
-    /// from where it was. Returns how many messages were removed.
+    /// from where it was. Returns how many messages were removed. A conversation with forks is
+    /// refused ([`StoreError::HasForks`]): clearing it would change their history. A fork that
+    /// is cleared stops reading its parent's history (it becomes a conversation of its own).
     async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, StoreError>;
+
+    /// Forks conversation `id` at seq `at` (0 to its last seq): a new conversation whose
+    /// history is this one's messages up to `at`, then its own. Nothing is copied (see
+    /// `fork_plan`); its system prompt, metadata and policy are the parent's, its title the
+    /// one given or the parent's.
+    async fn fork_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        at: i64,
+        new: NewFork,
+    ) -> Result<Conversation, StoreError>;
+
+    /// The direct forks of a conversation, by fork point then age.
+    async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError>;
+
+    /// Redacts message `seq` of a conversation's history (which may be stored in a parent it
+    /// was forked from, then redacted there, for every conversation that reads it): its
+    /// content becomes [`REDACTED_TEXT`], its metadata goes, its status is
+    /// [`MessageStatus::Redacted`], its seq stays, and running totals follow. It leaves the
+    /// search index at once; the SQLite file keeps no copy after [`Store::compact`].
+    async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError>;
+
+    /// Gives the space of removed data back and overwrites it: SQLite checkpoints the WAL
+    /// into the file, vacuums and truncates the WAL, so no removed or redacted text stays in
+    /// either file; PostgreSQL vacuums the messages table.
+    async fn compact(&self) -> Result<(), StoreError>;
+
+    /// Changes a conversation's title, system prompt, metadata or default policy. A policy
+    /// change drops the stable windows computed under the old one.
+    async fn update_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        update: ConversationUpdate,
+    ) -> Result<Conversation, StoreError>;
 
     /// Appends messages in one transaction: all are stored, or none. A message whose client
     /// id (`Message::id`) was seen before in this conversation — earlier, or earlier in the
@@ -126,7 +174,8 @@ pub trait Store: Send + Sync {
         message: NewMessage,
     ) -> Result<(), StoreError>;
 
-    /// Messages with `seq > after`, oldest first, at most `limit`.
+    /// Messages with `seq > after`, oldest first, at most `limit`. A fork's history includes
+    /// the messages it reads from its parent.
     async fn messages(
         &self,
         tenant: &str,
@@ -183,6 +232,68 @@ pub trait Store: Send + Sync {
         query: &str,
         limit: u32,
     ) -> Result<Vec<SearchHit>, StoreError>;
+    /// Recall's lexical ranking (`recall_core::recall`): the messages that hold any of
+    /// `query.terms` (OR), best first (SQLite FTS5 `bm25()`, PostgreSQL `ts_rank_cd` with the
+    /// `simple` configuration), at most `query.limit`. In `conversation` scope, this
+    /// conversation's messages below `query.before` (never the window); in `tenant` scope,
+    /// those and every message of the tenant's other conversations, never another tenant's.
+    /// System messages are left out (they are in every system prompt). Hits in this
+    /// conversation have no conversation id; others carry theirs.
+    async fn recall_lexical(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+    ) -> Result<RecallHits, StoreError>;
+
+    /// The messages under `keys` (as [`Store::recall_lexical`] names them) that `query`
+    /// allows (`RecallQuery::allows`) and that belong to `tenant`, system messages left out,
+    /// each once, ordered by conversation id and seq; a key with no such message is skipped.
+    async fn recall_messages(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        keys: &[RecallKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError>;
+
+    /// Messages of `tenant` not embedded yet under `model`: of conversation `id`, or of every
+    /// conversation of the tenant when `None`; oldest first per conversation, at most `limit`.
+    /// What a vector catch-up embeds (then [`Store::save_vectors`]).
+    async fn vector_backlog(
+        &self,
+        tenant: &str,
+        id: Option<&str>,
+        model: &str,
+        limit: u32,
+    ) -> Result<Vec<VectorTodo>, StoreError>;
+
+    /// Saves `vectors` under `model` (`dim` values each; another length is
+    /// [`StoreError::Invalid`]) and marks each conversation of `progress` embedded up to its
+    /// seq, in one transaction; only the tenant's messages are written, a vector of a message
+    /// deleted meanwhile is dropped, and progress never moves back.
+    async fn save_vectors(
+        &self,
+        tenant: &str,
+        model: &str,
+        dim: usize,
+        vectors: Vec<NewVector>,
+        progress: Vec<(String, i64)>,
+    ) -> Result<(), StoreError>;
+
+    /// Recall's semantic ranking: the stored vectors of `model` that `query` may reach (as in
+    /// [`Store::recall_lexical`]), most similar to `vector` first (cosine of unit vectors, by
+    /// brute force), at most `query.limit`. `complete` is false when messages recall may reach
+    /// are not embedded yet: what was embedded was ranked.
+    async fn recall_semantic(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        model: &str,
+        vector: &[f32],
+    ) -> Result<RecallHits, StoreError>;
+
     /// Stores an API key (its hash) for a tenant.
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
 

@@ -14,13 +14,20 @@ pub enum MessageStatus {
     Complete,
     /// A streamed reply that was interrupted: what arrived, never presented as complete.
     Partial,
+    /// Redacted: its content and metadata were removed ([`crate::Store::redact_message`]);
+    /// the row keeps its seq and role and reads as [`REDACTED_TEXT`].
+    Redacted,
 }
+
+/// The text a redacted message reads as.
+pub const REDACTED_TEXT: &str = "[redacted]";
 
 impl MessageStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             MessageStatus::Complete => "complete",
             MessageStatus::Partial => "partial",
+            MessageStatus::Redacted => "redacted",
         }
     }
 
@@ -28,6 +35,7 @@ impl MessageStatus {
         match s {
             "complete" => Some(MessageStatus::Complete),
             "partial" => Some(MessageStatus::Partial),
+            "redacted" => Some(MessageStatus::Redacted),
             _ => None,
         }
     }
@@ -62,6 +70,37 @@ pub struct Conversation {
     /// Tokens (o200k) of the present history messages (system messages are not counted: they
     /// join the system prompt and no budget applies to them).
     pub total_tokens: i64,
+    /// Where this conversation was forked from, if it is a fork: its history is the parent's
+    /// messages up to that seq, then its own.
+    pub forked_from: Option<ForkPoint>,
+}
+
+/// The point a fork was made at: the conversation whose history it reads up to `seq`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ForkPoint {
+    pub conversation_id: String,
+    pub seq: i64,
+}
+
+/// What a fork starts with besides its parent's history: a title of its own (else the
+/// parent's). The system prompt, metadata and default policy are the parent's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewFork {
+    pub title: Option<String>,
+}
+
+/// Changes to a conversation's settings; `None` leaves a field as it is. A policy change
+/// resets the conversation's stable windows (they were computed under the old policy).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConversationUpdate {
+    /// A new title; `Some(None)` removes it.
+    pub title: Option<Option<String>>,
+    /// A new system prompt; `Some(None)` removes it.
+    pub system_prompt: Option<Option<String>>,
+    /// New metadata (replaces the old object).
+    pub metadata: Option<Map<String, Value>>,
+    /// A new default policy; `Some(None)` removes it.
+    pub policy: Option<Option<ConversationPolicy>>,
 }
 
 /// A message to append.
@@ -188,4 +227,29 @@ pub struct SearchHit {
     pub role: String,
     /// The matching passage, matched words wrapped in `**`.
     pub snippet: String,
+}
+
+/// Recall's ranked hits from a store (see `recall_core::recall`), best first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecallHits {
+    pub hits: Vec<recall_core::recall::Ranked>,
+    /// False when the index did not cover every message recall may reach (vectors still
+    /// being computed): what was indexed was ranked.
+    pub complete: bool,
+}
+
+/// A message not embedded yet (`Store::vector_backlog`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorTodo {
+    pub conversation_id: String,
+    pub seq: i64,
+    pub message: Message,
+}
+
+/// A message's vector to save (`Store::save_vectors`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewVector {
+    pub conversation_id: String,
+    pub seq: i64,
+    pub vector: Vec<f32>,
 }

@@ -28,3 +28,25 @@ pub(crate) fn search_words(query: &str) -> Result<Vec<String>, StoreError> {
     }
     Ok(words)
 }
+
+/// The messages recall's keys name, as (conversation, seq) pairs: only the keys `query`
+/// allows, a key without a conversation meaning conversation `id`, each pair once, in order.
+pub(crate) fn recall_pairs(
+    id: &str,
+    query: &recall_core::recall::RecallQuery,
+    keys: &[recall_core::recall::RecallKey],
+) -> Vec<(String, i64)> {
+    let mut pairs: Vec<(String, i64)> = keys
+        .iter()
+        .filter(|k| query.allows(k))
+        .map(|k| {
+            (
+                k.conversation_id.clone().unwrap_or_else(|| id.to_string()),
+                k.seq,
+            )
+        })
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    pairs
+}

@@ -8,11 +8,76 @@ use crate::window::StableKey;
 
 /// The columns of a `conversations` row, as `codec::ConversationColumns` reads them.
 pub(crate) const CONVERSATION_COLUMNS: &str = "id, tenant, title, system_prompt, metadata, \
-     policy, created_at, updated_at, message_count, last_seq, total_o200k";
+     policy, created_at, updated_at, message_count, last_seq, total_o200k, parent_id, fork_seq";
 
 /// The columns of a `messages` row, as `codec::MessageColumns` reads them.
 pub(crate) const MESSAGE_COLUMNS: &str = "seq, role, content, client_id, metadata, status, \
      created_at, tokens_o200k, tokens_cl100k, chars, flags";
+
+/// [`MESSAGE_COLUMNS`] of the table named `alias` in a join.
+pub(crate) fn message_columns_of(alias: &str) -> String {
+    MESSAGE_COLUMNS
+        .split(", ")
+        .map(|c| format!("{alias}.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Messages of tenant `$1`'s conversation `$2` (every conversation of the tenant when `$2` is
+/// NULL) that are not embedded yet under model `$3`, oldest first, at most `$4`:
+/// [`MESSAGE_COLUMNS`], then the conversation id.
+pub(crate) fn vector_backlog_sql() -> String {
+    format!(
+        "SELECT {}, m.conversation_id FROM conversations c \
+         LEFT JOIN vector_progress p ON p.conversation_id = c.id AND p.model = $3 \
+         JOIN messages m ON m.conversation_id = c.id AND m.seq > coalesce(p.embedded_seq, 0) \
+         WHERE c.tenant = $1 AND (c.id = $2 OR CAST($2 AS TEXT) IS NULL) \
+         ORDER BY m.conversation_id, m.seq LIMIT $4",
+        message_columns_of("m")
+    )
+}
+
+/// Saves the vector of message `$2` of conversation `$1` under model `$3` (`$4` dimensions,
+/// `$5` the bytes) if the message exists and the conversation belongs to tenant `$6`.
+pub(crate) const SAVE_VECTOR: &str = "INSERT INTO message_vectors (conversation_id, seq, \
+     model, dim, vector) SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM messages m \
+     JOIN conversations c ON c.id = m.conversation_id WHERE m.conversation_id = $1 \
+     AND m.seq = $2 AND c.tenant = $6) ON CONFLICT (conversation_id, model, seq) \
+     DO UPDATE SET dim = excluded.dim, vector = excluded.vector";
+
+/// Conversation `$1` (of tenant `$4`) is embedded up to seq `$3` under model `$2`; never moves
+/// back (a content update moves it back by trigger, migration 0005).
+pub(crate) const SAVE_VECTOR_PROGRESS: &str = "INSERT INTO vector_progress (conversation_id, \
+     model, embedded_seq) SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM conversations \
+     WHERE id = $1 AND tenant = $4) ON CONFLICT (conversation_id, model) \
+     DO UPDATE SET embedded_seq = excluded.embedded_seq \
+     WHERE vector_progress.embedded_seq < excluded.embedded_seq";
+
+/// Conversation `$1` of tenant `$2`: its last seq and how far it is embedded under model `$3`.
+pub(crate) const VECTOR_PROGRESS: &str = "SELECT c.last_seq, coalesce(p.embedded_seq, 0) \
+     FROM conversations c LEFT JOIN vector_progress p ON p.conversation_id = c.id \
+     AND p.model = $3 WHERE c.id = $1 AND c.tenant = $2";
+
+/// How many of tenant `$2`'s conversations other than `$1` are not embedded to their end under
+/// model `$3`.
+pub(crate) const VECTORS_BEHIND: &str = "SELECT count(*) FROM conversations c \
+     LEFT JOIN vector_progress p ON p.conversation_id = c.id AND p.model = $3 \
+     WHERE c.tenant = $2 AND c.id <> $1 AND coalesce(p.embedded_seq, 0) < c.last_seq";
+
+/// The vectors recall may compare with in `conversation` scope: conversation `$1` of tenant
+/// `$2`, model `$3`, below seq `$4`, `$5` dimensions: conversation (NULL), seq, bytes.
+pub(crate) const RECALL_VECTORS: &str = "SELECT CAST(NULL AS TEXT), v.seq, v.vector \
+     FROM message_vectors v JOIN conversations c ON c.id = v.conversation_id \
+     WHERE v.conversation_id = $1 AND c.tenant = $2 AND v.model = $3 AND v.seq < $4 \
+     AND v.dim = $5";
+
+/// [`RECALL_VECTORS`] in `tenant` scope: also every vector of the tenant's other
+/// conversations (with their id).
+pub(crate) const RECALL_VECTORS_TENANT: &str = "SELECT CASE WHEN v.conversation_id = $1 \
+     THEN NULL ELSE v.conversation_id END, v.seq, v.vector \
+     FROM message_vectors v JOIN conversations c ON c.id = v.conversation_id \
+     WHERE c.tenant = $2 AND v.model = $3 AND (v.conversation_id <> $1 OR v.seq < $4) \
+     AND v.dim = $5";
 
 /// `INSERT` of a conversation: `$1` id, `$2` tenant, `$3` title, `$4` system prompt, `$5`
 /// metadata, `$6` policy, `$7` the time.
@@ -30,16 +95,6 @@ pub(crate) fn list_conversations_sql() -> String {
     format!(
         "SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE tenant = $1 AND id > $2 \
          ORDER BY id LIMIT $3"
-    )
-}
-
-/// Messages of conversation `$1` with `seq > $2`, if it belongs to tenant `$3`, at most `$4`
-/// (the tenant check and the read in one statement).
-pub(crate) fn messages_page_sql() -> String {
-    format!(
-        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND seq > $2 \
-         AND EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND tenant = $3) \
-         ORDER BY seq LIMIT $4"
     )
 }
 

@@ -143,7 +143,7 @@ async fn tenant_scoping(s: &dyn Store) {
         "context_window",
     );
     assert_not_found(s.clear_conversation(x, &id).await, "clear");
-    assert_not_found(s.delete_conversation(x, &id).await, "delete");
+    assert_not_found(s.delete_conversation(x, &id, false).await, "delete");
     assert!(s.list_conversations(x, None, 10).await.unwrap().is_empty());
     // Nothing changed for the owner.
     let after = s.get_conversation(T, &id).await.unwrap();
@@ -162,7 +162,10 @@ async fn tenant_scoping(s: &dyn Store) {
         "window",
     );
     assert_not_found(s.clear_conversation(T, nope).await, "clear unknown");
-    assert_not_found(s.delete_conversation(T, nope).await, "delete unknown");
+    assert_not_found(
+        s.delete_conversation(T, nope, false).await,
+        "delete unknown",
+    );
     assert_not_found(
         s.update_message(T, nope, 1, NewMessage::complete(user("x")))
             .await,
@@ -185,10 +188,10 @@ async fn delete_conversation(s: &dyn Store) {
         ..Policy::default()
     };
     s.context_window(T, &id, &p).await.unwrap();
-    s.delete_conversation(T, &id).await.unwrap();
+    s.delete_conversation(T, &id, false).await.unwrap();
     assert_not_found(s.get_conversation(T, &id).await, "get after delete");
     assert_not_found(s.messages(T, &id, 0, 10).await, "messages after delete");
-    assert_not_found(s.delete_conversation(T, &id).await, "second delete");
+    assert_not_found(s.delete_conversation(T, &id, false).await, "second delete");
     assert_not_found(
         s.append(T, &id, complete(vec![user("late")])).await,
         "append after delete",

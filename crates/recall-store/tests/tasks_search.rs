@@ -204,7 +204,7 @@ async fn search_finds_words_in_every_write_path(s: &dyn Store) {
     assert_eq!(found(s, T, "fastapi").await, vec![]);
     append(s, T, &a, vec![user("django again")]).await;
     assert_eq!(found(s, T, "django").await, vec![(a.clone(), 4)]);
-    s.delete_conversation(T, &a).await.expect("delete");
+    s.delete_conversation(T, &a, false).await.expect("delete");
     assert_eq!(found(s, T, "django").await, vec![]);
     assert_eq!(found(s, T, "refunds").await, vec![(b, 1)]);
 

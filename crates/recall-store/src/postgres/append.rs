@@ -11,12 +11,13 @@ use super::PgStore;
 use crate::append_plan::{plan_appends, replacement, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::error::StoreError;
+use crate::fork_plan::Segment;
 use crate::model::{Appended, Figures};
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
-    insert_messages_sql, stable_rows_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS,
-    DELETE_STABLE_WINDOWS, IDS_PER_LOOKUP, MESSAGE_FIGURES, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING,
-    SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE, UPDATE_STABLE_WINDOW,
+    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, DELETE_STABLE_WINDOWS,
+    IDS_PER_LOOKUP, MESSAGE_FIGURES, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING, SAVE_STABLE_WINDOW,
+    SHIFT_RUNNING, UPDATE_MESSAGE, UPDATE_STABLE_WINDOW,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
@@ -186,7 +187,7 @@ impl PgStore {
             q.execute(&mut *tx).await?;
         }
         if r.current_windows > 0 {
-            Self::advance_stable(&mut tx, id, before, r.last_seq, &plan.added).await?;
+            Self::advance_stable(&mut tx, tenant, id, before, r.last_seq, &plan.added).await?;
         }
         if has_client_ids {
             Self::save_running(&mut tx, id, &r).await?;
@@ -198,17 +199,12 @@ impl PgStore {
     /// A stable window's state caught up from `from` to `last_seq` (see `fold_stable`).
     pub(super) async fn stable_catch_up(
         conn: &mut PgConnection,
-        id: &str,
+        segs: &[Segment],
         key: &StableKey,
         from: StableRow,
         last_seq: i64,
     ) -> Result<StableRow, StoreError> {
-        let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&stable_rows_sql(key))
-            .bind(id)
-            .bind(from.start_seq)
-            .bind(last_seq)
-            .fetch_all(&mut *conn)
-            .await?;
+        let rows = Self::stable_rows_in(conn, segs, key, from.start_seq, last_seq).await?;
         Ok(fold_stable(&rows, key, from, last_seq))
     }
 
@@ -217,6 +213,7 @@ impl PgStore {
     /// to the catch-up of the next context build.
     async fn advance_stable(
         tx: &mut Tx<'_>,
+        tenant: &str,
         id: &str,
         before: i64,
         last_seq: i64,
@@ -235,7 +232,9 @@ impl PgStore {
             let next = match advance(&key, (start_seq, cost), added, before, last_seq) {
                 Advance::Grown(next) => next,
                 Advance::CatchUp(from) => {
-                    Self::stable_catch_up(tx, id, &key, from, last_seq).await?
+                    // A fork's window may start in its parent's rows.
+                    let segs = Self::chain(tx, tenant, id).await?;
+                    Self::stable_catch_up(tx, &segs, &key, from, last_seq).await?
                 }
             };
             sqlx::query(UPDATE_STABLE_WINDOW)
@@ -260,6 +259,7 @@ impl PgStore {
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         let mut r = Self::lock_running(&mut tx, tenant, id).await?;
+        Self::before_update(&mut tx, id, seq).await?;
         let old: Option<(i64, i64, i64, i64, String)> = sqlx::query_as(MESSAGE_FIGURES)
             .bind(id)
             .bind(seq)

@@ -4,7 +4,10 @@
 //! `append.rs`, the context read `window.rs`, search `search.rs`.
 
 mod append;
+mod forks;
+mod recall;
 mod search;
+mod vectors;
 mod window;
 
 use std::str::FromStr;
@@ -24,15 +27,17 @@ use crate::codec::{
 use crate::error::StoreError;
 use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
-    Appended, Conversation, NewConversation, NewMessage, SearchHit, StoredMessage, StoredTask,
+    Appended, Conversation, ConversationUpdate, NewConversation, NewFork, NewMessage, NewVector,
+    RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
 };
 use crate::statements::{
-    get_conversation_sql, list_conversations_sql, messages_page_sql, API_KEY_TENANT,
-    DELETE_CONVERSATION, DELETE_MESSAGES, DELETE_STABLE_WINDOWS, GET_TASK, INSERT_API_KEY,
-    INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
+    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, DELETE_MESSAGES,
+    DELETE_STABLE_WINDOWS, GET_TASK, INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK,
+    LIST_API_KEYS, REVOKE_API_KEY,
 };
 use crate::window::Window;
 use crate::Store;
+use recall_core::recall::{RecallCandidate, RecallKey, RecallQuery};
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -64,7 +69,7 @@ impl PgStore {
     }
 }
 
-/// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–10.
+/// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–12.
 fn conversation_at(row: &PgRow) -> Result<Conversation, StoreError> {
     let metadata: String = row.try_get(4)?;
     let policy: Option<String> = row.try_get(5)?;
@@ -80,6 +85,8 @@ fn conversation_at(row: &PgRow) -> Result<Conversation, StoreError> {
         message_count: row.try_get(8)?,
         last_seq: row.try_get(9)?,
         total_tokens: row.try_get(10)?,
+        parent_id: row.try_get(11)?,
+        fork_seq: row.try_get(12)?,
     }
     .decode()
 }
@@ -142,6 +149,7 @@ impl Store for PgStore {
             message_count: 0,
             last_seq: 0,
             total_tokens: 0,
+            forked_from: None,
         })
     }
 
@@ -177,26 +185,56 @@ impl Store for PgStore {
         rows.iter().map(conversation_at).collect()
     }
 
-    async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+    async fn delete_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        cascade: bool,
+    ) -> Result<u64, StoreError> {
         check_key(tenant, id)?;
-        let mut tx = self.pool.begin().await?;
-        Self::lock_running(&mut tx, tenant, id).await?;
-        for sql in [DELETE_STABLE_WINDOWS, DELETE_MESSAGES] {
-            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
-        }
-        sqlx::query(DELETE_CONVERSATION)
-            .bind(id)
-            .bind(tenant)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
+        self.delete_tree(tenant, id, cascade).await
+    }
+
+    async fn fork_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        at: i64,
+        new: NewFork,
+    ) -> Result<Conversation, StoreError> {
+        check_key(tenant, id)?;
+        self.fork_in_tx(tenant, id, at, &new).await
+    }
+
+    async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
+        check_key(tenant, id)?;
+        self.forks_of(tenant, id).await
+    }
+
+    async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {
+        check_key(tenant, id)?;
+        self.redact_in_tx(tenant, id, seq).await
+    }
+
+    async fn compact(&self) -> Result<(), StoreError> {
+        self.vacuum().await
+    }
+
+    async fn update_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        update: ConversationUpdate,
+    ) -> Result<Conversation, StoreError> {
+        check_key(tenant, id)?;
+        self.update_settings(tenant, id, &update).await
     }
 
     async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, StoreError> {
         check_key(tenant, id)?;
         let mut tx = self.pool.begin().await?;
         let r = Self::lock_running(&mut tx, tenant, id).await?;
+        Self::before_clear(&mut tx, id).await?;
         let removed = sqlx::query(DELETE_MESSAGES)
             .bind(id)
             .execute(&mut *tx)
@@ -246,18 +284,8 @@ impl Store for PgStore {
         limit: u32,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         check_key(tenant, id)?;
-        let rows = sqlx::query(&messages_page_sql())
-            .bind(id)
-            .bind(after)
-            .bind(tenant)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
-        if rows.is_empty() {
-            // Distinguish "no messages" from "no such conversation".
-            self.get_conversation(tenant, id).await?;
-        }
-        rows.iter().map(|r| stored_at(r, 0)).collect()
+        // Along the chain of a fork (`forks::page`), which also tells a missing conversation.
+        self.page(tenant, id, after, limit).await
     }
 
     async fn conversation_window(
@@ -315,6 +343,63 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         self.search_hits(tenant, &words, limit).await
+    }
+
+    async fn recall_lexical(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+    ) -> Result<RecallHits, StoreError> {
+        check_key(tenant, id)?;
+        self.recall_hits(tenant, id, query).await
+    }
+
+    async fn recall_messages(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        keys: &[RecallKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError> {
+        check_key(tenant, id)?;
+        self.recall_read(tenant, id, query, keys).await
+    }
+
+    async fn vector_backlog(
+        &self,
+        tenant: &str,
+        id: Option<&str>,
+        model: &str,
+        limit: u32,
+    ) -> Result<Vec<VectorTodo>, StoreError> {
+        if let Some(id) = id {
+            check_key(tenant, id)?;
+        }
+        self.backlog(tenant, id, model, limit).await
+    }
+
+    async fn save_vectors(
+        &self,
+        tenant: &str,
+        model: &str,
+        dim: usize,
+        vectors: Vec<NewVector>,
+        progress: Vec<(String, i64)>,
+    ) -> Result<(), StoreError> {
+        self.save(tenant, model, dim, vectors, progress).await
+    }
+
+    async fn recall_semantic(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        model: &str,
+        vector: &[f32],
+    ) -> Result<RecallHits, StoreError> {
+        check_key(tenant, id)?;
+        self.semantic(tenant, id, query, model, vector).await
     }
 
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {

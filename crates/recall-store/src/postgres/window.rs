@@ -17,9 +17,10 @@ use sqlx::Row;
 use super::{conversation_at, stored_at, PgStore};
 use crate::codec::decode_message;
 use crate::error::StoreError;
+use crate::fork_plan::Segment;
 use crate::model::{Conversation, StoredMessage};
 use crate::stable::{stable_key, StableRow, StableStart};
-use crate::statements::{CONVERSATION_COLUMNS, MESSAGE_COLUMNS, STABLE_WINDOW, SYSTEM_MESSAGES};
+use crate::statements::{CONVERSATION_COLUMNS, MESSAGE_COLUMNS, STABLE_WINDOW};
 use crate::window::{StableKey, Total, Totals, Window, WindowBounds};
 use crate::window_plan::{
     history_message, room_before, threshold_past, ProbeLimits, Snapshot, SystemParts,
@@ -53,9 +54,9 @@ fn budget_start_sql(column: &str, threshold: &str) -> String {
 /// `WindowBounds` computed from the row's totals, and the messages from the start they give
 /// plus every system message. Parameters: `$1` id, `$2` tenant, `$3` token budget, `$4`
 /// character budget, `$5` turn limit (`i64::MAX` for none: the thresholds go negative), `$6`
-/// the stable key (empty for none). Columns: the conversation's (0–10), the stable state's
-/// start and last seq (11, 12), the turn floor (13), the start (14), then `MESSAGE_COLUMNS`
-/// (15–25): one row of the conversation (message columns NULL), one per message (the others
+/// the stable key (empty for none). Columns: the conversation's (0–12), the stable state's
+/// start and last seq (13, 14), the turn floor (15), the start (16), then `MESSAGE_COLUMNS`
+/// (17–27): one row of the conversation (message columns NULL), one per message (the others
 /// NULL), in no particular order.
 /// The CTEs are materialized so that each probe runs once, not once per reference.
 fn fast_window_sql(t: Tokenizer) -> &'static str {
@@ -86,7 +87,7 @@ fn build_fast_window_sql(t: Tokenizer) -> String {
     // Branches of a UNION ALL fill the other branch's columns with NULL; no ORDER BY (a
     // sort would copy every message into a temporary b-tree): the caller orders by seq.
     let no_message = ["NULL"; 11].join(", ");
-    let no_header = ["NULL"; 15].join(", ");
+    let no_header = ["NULL"; 17].join(", ");
     format!(
         "WITH c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
          total_chars AS total_ch, total_cuts AS total_cut FROM conversations \
@@ -100,13 +101,14 @@ fn build_fast_window_sql(t: Tokenizer) -> String {
          {budget_tokens} AS b_tokens, {budget_chars} AS b_chars FROM c), \
          s AS MATERIALIZED (SELECT w.*, {start} AS start FROM w) \
          SELECT s.id, s.tenant, s.title, s.system_prompt, s.metadata, s.policy, s.created_at, \
-         s.updated_at, s.message_count, s.last_seq, s.total_o200k, s.st_start, s.st_last, \
+         s.updated_at, s.message_count, s.last_seq, s.total_o200k, s.parent_id, s.fork_seq, \
+         s.st_start, s.st_last, \
          s.turn_floor, s.start, {no_message} FROM s \
          UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
          WHERE conversation_id = $1 AND role = 'system' AND EXISTS (SELECT 1 FROM s) \
          UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
          WHERE conversation_id = $1 AND role <> 'system' AND seq >= (SELECT start FROM s) \
-         AND seq <= (SELECT last_seq FROM s)"
+         AND seq <= (SELECT last_seq FROM s) AND (SELECT parent_id FROM s) IS NULL"
     )
 }
 
@@ -138,6 +140,10 @@ fn finish_fast_window(
         start,
         mut stored,
     } = read;
+    // A fork's window crosses into its parent's rows: the chain read of `window_in_tx`.
+    if conv.forked_from.is_some() {
+        return None;
+    }
     let stable_start = if p.stable {
         let stored = st_start
             .zip(st_last)
@@ -207,21 +213,21 @@ impl PgStore {
         let snap = Snapshot {
             totals: Totals {
                 o200k: conv.total_tokens,
-                cl100k: row.try_get(11)?,
-                chars: row.try_get(12)?,
-                chars4: row.try_get(13)?,
-                cuts: row.try_get(14)?,
+                cl100k: row.try_get(13)?,
+                chars: row.try_get(14)?,
+                chars4: row.try_get(15)?,
+                cuts: row.try_get(16)?,
             },
             count: conv.message_count,
             last_seq: conv.last_seq,
-            has_system: row.try_get::<i64, _>(15)? != 0,
+            has_system: row.try_get::<i64, _>(17)? != 0,
         };
         Ok((conv, snap))
     }
 
     /// The seq of the cut point numbered `cut` (the newest cut point at or before a
     /// message whose `cum_cuts` is `cut`); 0 when `cut` is 0.
-    async fn cut_start(
+    pub(super) async fn cut_start(
         conn: &mut sqlx::PgConnection,
         id: &str,
         cut: i64,
@@ -243,7 +249,7 @@ impl PgStore {
     /// The oldest start a budget lets a selection reach when stored figures are what
     /// selection counts: the cut point at or before the first message whose running
     /// total in `column` reaches `threshold` (see `WindowBounds`); 0 for everything.
-    async fn budget_start(
+    pub(super) async fn budget_start(
         conn: &mut sqlx::PgConnection,
         id: &str,
         column: &str,
@@ -271,7 +277,7 @@ impl PgStore {
     }
 
     /// The running total in `column` just before `seq` (0 when nothing is older).
-    async fn total_before(
+    pub(super) async fn total_before(
         conn: &mut sqlx::PgConnection,
         id: &str,
         column: &str,
@@ -290,7 +296,7 @@ impl PgStore {
     }
 
     /// Non-system messages with `from <= seq < before`, oldest first, measured under `t`.
-    async fn history(
+    pub(super) async fn history(
         conn: &mut sqlx::PgConnection,
         id: &str,
         from: i64,
@@ -320,10 +326,11 @@ impl PgStore {
     /// (appends advance it) is returned without reading any message.
     async fn stable_start(
         conn: &mut sqlx::PgConnection,
-        id: &str,
+        segs: &[Segment],
         key: &StableKey,
         last_seq: i64,
     ) -> Result<(i64, Option<StableRow>), StoreError> {
+        let id = segs.first().map_or("", |s| s.id.as_str());
         let state: Option<(i64, i64, i64)> = sqlx::query_as(STABLE_WINDOW)
             .bind(id)
             .bind(key.key())
@@ -337,7 +344,7 @@ impl PgStore {
         match StableStart::of(stored, last_seq) {
             StableStart::Current(start) => Ok((start, None)),
             StableStart::CatchUp(from) => {
-                let next = Self::stable_catch_up(conn, id, key, from, last_seq).await?;
+                let next = Self::stable_catch_up(conn, segs, key, from, last_seq).await?;
                 Ok((next.start_seq, Some(next)))
             }
         }
@@ -377,16 +384,16 @@ impl PgStore {
         let mut stored = Vec::with_capacity(rows.len());
         for row in &rows {
             // The conversation's row has no message.
-            if row.try_get::<Option<i64>, _>(15)?.is_some() {
-                stored.push(stored_at(row, 15)?);
+            if row.try_get::<Option<i64>, _>(17)?.is_some() {
+                stored.push(stored_at(row, 17)?);
             }
         }
         let read = FastRead {
             conv: conversation_at(first)?,
-            st_start: first.try_get(11)?,
-            st_last: first.try_get(12)?,
-            turn_floor: first.try_get(13)?,
-            start: first.try_get(14)?,
+            st_start: first.try_get(13)?,
+            st_last: first.try_get(14)?,
+            turn_floor: first.try_get(15)?,
+            start: first.try_get(16)?,
             stored,
         };
         Ok(finish_fast_window(read, policy, &p))
@@ -405,18 +412,26 @@ impl PgStore {
         // connections append.
         let mut tx = self.pool.begin_with(PG_READ).await?;
         let conn: &mut sqlx::PgConnection = &mut tx;
-        let (conv, snap) = Self::snapshot(conn, tenant, id).await?;
+        let (conv, mut snap) = Self::snapshot(conn, tenant, id).await?;
+        // A fork's probes and reads go along its chain (`forks.rs`, `fork_plan`).
+        let segs = match conv.forked_from {
+            None => super::forks::own(id),
+            Some(_) => {
+                snap.has_system = true;
+                Self::chain(conn, tenant, id).await?
+            }
+        };
         let bounds = WindowBounds::for_policy(policy, &snap.totals);
         // Starts selection never walks past: the turn limit's (one turn further back,
         // so the unit that breaks the limit is read too) and the stable window's.
         let mut floor = match bounds.min_cut {
-            Some(c) => Self::cut_start(conn, id, c).await?,
+            Some(c) => Self::cut_start_in(conn, &segs, c).await?,
             None => 0,
         };
         let stable_key = stable_key(policy);
         let (stable_start, save) = match &stable_key {
             Some(key) => {
-                let (s, save) = Self::stable_start(conn, id, key, snap.last_seq).await?;
+                let (s, save) = Self::stable_start(conn, &segs, key, snap.last_seq).await?;
                 (Some(s), save)
             }
             None => (None, None),
@@ -426,16 +441,14 @@ impl PgStore {
         }
         let mut start = floor;
         for (total, threshold) in &bounds.budgets {
-            start = start.max(Self::budget_start(conn, id, total.column(), *threshold).await?);
+            start =
+                start.max(Self::budget_start_in(conn, &segs, total.column(), *threshold).await?);
         }
 
         let system_rows: Vec<(i64, String)> = if !snap.has_system {
             Vec::new()
         } else {
-            sqlx::query_as(SYSTEM_MESSAGES)
-                .bind(id)
-                .fetch_all(&mut *conn)
-                .await?
+            Self::system_in(conn, &segs).await?
         };
         let mut system = SystemParts::default();
         for (seq, content) in system_rows {
@@ -448,7 +461,7 @@ impl PgStore {
             )?);
         }
 
-        let mut messages = Self::history(conn, id, start, i64::MAX, policy).await?;
+        let mut messages = Self::history_in(conn, &segs, start, i64::MAX, policy).await?;
         // Budgets cut by stored figures, which are those of whole messages. Selection
         // drops unmatched tool blocks (a tool call never answered), and a repaired
         // message costs less than its figures: when the walk gets back to the start
@@ -462,11 +475,11 @@ impl PgStore {
             let mut next = floor;
             for (total, max, kept) in room {
                 let column = total.column();
-                let before = Self::total_before(conn, id, column, start).await?;
+                let before = Self::total_before_in(conn, &segs, column, start).await?;
                 let threshold = threshold_past(before, max, kept);
-                next = next.max(Self::budget_start(conn, id, column, threshold).await?);
+                next = next.max(Self::budget_start_in(conn, &segs, column, threshold).await?);
             }
-            let mut older = Self::history(conn, id, next, start, policy).await?;
+            let mut older = Self::history_in(conn, &segs, next, start, policy).await?;
             older.append(&mut messages);
             messages = older;
             start = next;

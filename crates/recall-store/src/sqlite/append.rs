@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, Transaction};
 
 use super::conn::named;
-use super::window::stable_rows;
+use super::forks::stable_rows;
 use crate::append_plan::{plan_appends, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::error::StoreError;
@@ -132,7 +132,7 @@ pub(super) fn append(
     }
     save_running(tx, id, &r)?;
     if r.current_windows > 0 {
-        advance_stable(tx, id, before, r.last_seq, &plan.added)?;
+        advance_stable(tx, tenant, id, before, r.last_seq, &plan.added)?;
     }
     Ok(plan.out)
 }
@@ -142,6 +142,7 @@ pub(super) fn append(
 /// Windows behind `before` are left to the catch-up of the next context build.
 fn advance_stable(
     tx: &Transaction<'_>,
+    tenant: &str,
     id: &str,
     before: i64,
     last_seq: i64,
@@ -160,7 +161,7 @@ fn advance_stable(
         };
         let next = match advance(&key, (start_seq, cost), added, before, last_seq) {
             Advance::Grown(next) => next,
-            Advance::CatchUp(from) => catch_up(tx, id, &key, from, last_seq)?,
+            Advance::CatchUp(from) => catch_up(tx, tenant, id, &key, from, last_seq)?,
         };
         tx.prepare_cached(UPDATE_STABLE_WINDOW)?.execute(
             named(&[
@@ -179,11 +180,14 @@ fn advance_stable(
 /// A stable window's state caught up from `from` to `last_seq`.
 fn catch_up(
     tx: &Transaction<'_>,
+    tenant: &str,
     id: &str,
     key: &StableKey,
     from: StableRow,
     last_seq: i64,
 ) -> Result<StableRow, StoreError> {
-    let rows = stable_rows(tx, id, key, from.start_seq, last_seq)?;
+    // A fork's window may start in its parent's rows.
+    let segs = super::forks::chain(tx, tenant, id)?;
+    let rows = stable_rows(tx, &segs, key, from.start_seq, last_seq)?;
     Ok(fold_stable(&rows, key, from, last_seq))
 }

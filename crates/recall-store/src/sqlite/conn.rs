@@ -124,8 +124,9 @@ impl Connections {
 }
 
 /// The names of `$1`…`$N`, for binding the shared statements' parameters by name.
-const NAMES: [&str; 12] = [
-    "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12",
+const NAMES: [&str; 16] = [
+    "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13", "$14", "$15",
+    "$16",
 ];
 
 /// `values` as the parameters `$1`… of a shared statement (see `crate::statements`), bound by
@@ -153,7 +154,7 @@ pub(super) fn text_or_null<'r>(
         .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
 }
 
-/// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–10.
+/// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–12.
 pub(super) fn conversation(row: &rusqlite::Row<'_>) -> Result<Conversation, StoreError> {
     ConversationColumns {
         id: row.get(0)?,
@@ -167,6 +168,8 @@ pub(super) fn conversation(row: &rusqlite::Row<'_>) -> Result<Conversation, Stor
         message_count: row.get(8)?,
         last_seq: row.get(9)?,
         total_tokens: row.get(10)?,
+        parent_id: row.get(11)?,
+        fork_seq: row.get(12)?,
     }
     .decode()
 }

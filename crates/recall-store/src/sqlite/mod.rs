@@ -14,7 +14,10 @@
 
 mod append;
 mod conn;
+mod forks;
+mod recall;
 mod search;
+mod vectors;
 mod window;
 mod writer;
 mod writes;
@@ -37,16 +40,18 @@ use crate::codec::{
 use crate::error::StoreError;
 use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
-    Appended, Conversation, NewConversation, NewMessage, SearchHit, StoredMessage, StoredTask,
+    Appended, Conversation, ConversationUpdate, NewConversation, NewFork, NewMessage, NewVector,
+    RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
 };
 use crate::options::{Durability, SqliteOptions};
 use crate::statements::{
-    get_conversation_sql, list_conversations_sql, messages_page_sql, API_KEY_TENANT, GET_TASK,
-    INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
+    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, GET_TASK, INSERT_API_KEY,
+    INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
 };
 use crate::window::Window;
 use crate::Store;
 use conn::{named, Connections};
+use recall_core::recall::{RecallCandidate, RecallKey, RecallQuery};
 use writer::Writer;
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -190,6 +195,7 @@ impl Store for SqliteStore {
             message_count: 0,
             last_seq: 0,
             total_tokens: 0,
+            forked_from: None,
         };
         let row = conv.clone();
         self.writer
@@ -254,11 +260,69 @@ impl Store for SqliteStore {
         })
     }
 
-    async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+    async fn delete_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        cascade: bool,
+    ) -> Result<u64, StoreError> {
         check_key(tenant, id)?;
         let (tenant, id) = (tenant.to_string(), id.to_string());
         self.writer
-            .write(move |tx| writes::delete_conversation(tx, &tenant, &id))
+            .write(move |tx| forks::delete(tx, &tenant, &id, cascade))
+            .await
+    }
+
+    async fn fork_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        at: i64,
+        new: NewFork,
+    ) -> Result<Conversation, StoreError> {
+        check_key(tenant, id)?;
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let fork_id = uuid::Uuid::now_v7().to_string();
+        self.writer
+            .write(move |tx| forks::fork(tx, &tenant, &id, at, &new, &fork_id))
+            .await
+    }
+
+    async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
+        check_key(tenant, id)?;
+        self.read(|c| forks::forks(c, tenant, id))
+    }
+
+    async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {
+        check_key(tenant, id)?;
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer
+            .write(move |tx| forks::redact(tx, &tenant, &id, seq))
+            .await
+    }
+
+    /// On the writer connection, outside any transaction (VACUUM cannot run in one), on a
+    /// blocking thread: it takes as long as the file is large.
+    async fn compact(&self) -> Result<(), StoreError> {
+        let conns = Arc::clone(&self.conns);
+        tokio::task::spawn_blocking(move || {
+            let conn = conn::lock(&conns.writer);
+            forks::compact(&conn)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("compaction stopped: {e}")))?
+    }
+
+    async fn update_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        update: ConversationUpdate,
+    ) -> Result<Conversation, StoreError> {
+        check_key(tenant, id)?;
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        self.writer
+            .write(move |tx| forks::update_settings(tx, &tenant, &id, &update))
             .await
     }
 
@@ -311,21 +375,8 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         check_key(tenant, id)?;
-        let limit = i64::from(limit);
-        let page = self.read(|c| {
-            let mut stmt = c.prepare_cached(&messages_page_sql())?;
-            let mut rows = stmt.query(named(&[&id, &after, &tenant, &limit]).as_slice())?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next()? {
-                out.push(conn::stored_message(row)?);
-            }
-            Ok(out)
-        })?;
-        if page.is_empty() {
-            // Distinguish "no messages" from "no such conversation".
-            self.get_conversation(tenant, id).await?;
-        }
-        Ok(page)
+        // Along the chain of a fork (`forks::page`), which also tells a missing conversation.
+        self.read(|c| forks::page(c, tenant, id, after, limit))
     }
 
     /// Read on the calling thread (see `window.rs`); a stable window's state that had to be
@@ -401,6 +452,63 @@ impl Store for SqliteStore {
                 .await?;
         }
         search::hits(&self.conns, tenant, &words, limit)
+    }
+
+    async fn recall_lexical(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+    ) -> Result<RecallHits, StoreError> {
+        check_key(tenant, id)?;
+        self.recall_hits(tenant, id, query).await
+    }
+
+    async fn recall_messages(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        keys: &[RecallKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError> {
+        check_key(tenant, id)?;
+        self.recall_read(tenant, id, query, keys)
+    }
+
+    async fn vector_backlog(
+        &self,
+        tenant: &str,
+        id: Option<&str>,
+        model: &str,
+        limit: u32,
+    ) -> Result<Vec<VectorTodo>, StoreError> {
+        if let Some(id) = id {
+            check_key(tenant, id)?;
+        }
+        self.backlog(tenant, id, model, limit)
+    }
+
+    async fn save_vectors(
+        &self,
+        tenant: &str,
+        model: &str,
+        dim: usize,
+        vectors: Vec<NewVector>,
+        progress: Vec<(String, i64)>,
+    ) -> Result<(), StoreError> {
+        self.save(tenant, model, dim, vectors, progress).await
+    }
+
+    async fn recall_semantic(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        model: &str,
+        vector: &[f32],
+    ) -> Result<RecallHits, StoreError> {
+        check_key(tenant, id)?;
+        self.semantic(tenant, id, query, model, vector)
     }
 
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {

@@ -14,12 +14,13 @@ use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 
 use super::conn::{conversation, message_columns, text, Connections};
+use super::forks::stable_rows;
 use crate::append_plan::contribution;
 use crate::codec::decode_message;
 use crate::error::StoreError;
+use crate::fork_plan::Segment;
 use crate::model::Conversation;
 use crate::stable::{fold_stable, stable_key, StableRow, StableStart};
-use crate::statements::{stable_rows_sql, SYSTEM_MESSAGES};
 use crate::window::{StableKey, StartFinder, Stop, Totals, WalkRow, Window, WindowBounds};
 use crate::window_plan::{history_message, room_before, Snapshot, SystemParts};
 
@@ -31,10 +32,11 @@ pub(super) struct ReadWindow {
     pub save: Option<(StableKey, StableRow, Snapshot)>,
 }
 
-/// The conversation (`CONVERSATION_COLUMNS`, 0–10), its totals (11–14), the stable window's
-/// state under key `?3` (15–17, NULL without one) and whether it holds a system message (18).
+/// The conversation (`CONVERSATION_COLUMNS`, 0–12), its totals (13–16), the stable window's
+/// state under key `?3` (17–19, NULL without one) and whether it holds a system message (20).
 const HEADER_SQL: &str = "SELECT c.id, c.tenant, c.title, c.system_prompt, c.metadata, c.policy, \
-     c.created_at, c.updated_at, c.message_count, c.last_seq, c.total_o200k, c.total_cl100k, \
+     c.created_at, c.updated_at, c.message_count, c.last_seq, c.total_o200k, c.parent_id, \
+     c.fork_seq, c.total_cl100k, \
      c.total_chars, c.total_chars4, c.total_cuts, w.start_seq, w.cost, w.last_seq, \
      EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1 AND role = 'system') \
      FROM conversations c LEFT JOIN stable_windows w \
@@ -62,41 +64,24 @@ fn header(
     let snap = Snapshot {
         totals: Totals {
             o200k: conv.total_tokens,
-            cl100k: row.get(11)?,
-            chars: row.get(12)?,
-            chars4: row.get(13)?,
-            cuts: row.get(14)?,
+            cl100k: row.get(13)?,
+            chars: row.get(14)?,
+            chars4: row.get(15)?,
+            cuts: row.get(16)?,
         },
         count: conv.message_count,
         last_seq: conv.last_seq,
-        has_system: row.get(18)?,
+        has_system: row.get(20)?,
     };
-    let stored = match row.get::<_, Option<i64>>(15)? {
+    let stored = match row.get::<_, Option<i64>>(17)? {
         Some(start_seq) => Some(StableRow {
             start_seq,
-            cost: row.get(16)?,
-            last_seq: row.get(17)?,
+            cost: row.get(18)?,
+            last_seq: row.get(19)?,
         }),
         None => None,
     };
     Ok((conv, snap, stored))
-}
-
-/// The `(seq, cost, flags)` rows a stable window's catch-up folds (see `fold_stable`).
-pub(super) fn stable_rows(
-    conn: &rusqlite::Connection,
-    id: &str,
-    key: &StableKey,
-    from: i64,
-    to: i64,
-) -> Result<Vec<(i64, i64, i64)>, StoreError> {
-    let mut stmt = conn.prepare_cached(&stable_rows_sql(key))?;
-    let rows = stmt
-        .query_map(super::conn::named(&[&id, &from, &to]).as_slice(), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
 }
 
 /// The context read (see the module documentation). A stable window's state that is missing
@@ -112,7 +97,16 @@ pub(super) fn read_window(
     let tx = reader.conn()?.unchecked_transaction()?;
     let key = stable_key(policy);
     let key_text = key.map(|k| k.key()).unwrap_or_default();
-    let (conv, snap, stored) = header(&tx, tenant, id, &key_text)?;
+    let (conv, mut snap, stored) = header(&tx, tenant, id, &key_text)?;
+    // A fork reads its parent's rows up to the fork point (`fork_plan`): the walk, the system
+    // messages and a stable window's catch-up go along the chain.
+    let segs = match conv.forked_from {
+        None => super::forks::own(id),
+        Some(_) => {
+            snap.has_system = true;
+            super::forks::chain(&tx, tenant, id)?
+        }
+    };
 
     // The stable window's start: as stored when it is current (appends advance it), else
     // caught up over the messages since, to be saved after the read.
@@ -122,22 +116,19 @@ pub(super) fn read_window(
         Some(key) => match StableStart::of(stored, snap.last_seq) {
             StableStart::Current(start) => Some(start),
             StableStart::CatchUp(row) => {
-                let rows = stable_rows(&tx, id, key, row.start_seq, snap.last_seq)?;
+                let rows = stable_rows(&tx, &segs, key, row.start_seq, snap.last_seq)?;
                 let next = fold_stable(&rows, key, row, snap.last_seq);
                 save = Some((*key, next, snap));
                 Some(next.start_seq)
             }
         },
     };
-    let messages = walk(&tx, id, policy, &snap, stable_start)?;
+    let messages = walk(&tx, &segs, policy, &snap, stable_start)?;
 
     let mut system = SystemParts::default();
     if snap.has_system {
-        let mut stmt = tx.prepare_cached(SYSTEM_MESSAGES)?;
-        let mut rows = stmt.query(super::conn::named(&[&id]).as_slice())?;
-        while let Some(row) = rows.next()? {
-            let seq: i64 = row.get(0)?;
-            let m: Message = decode_message(seq, Role::System.as_str(), text(row, 1)?, None, None)?;
+        for (seq, content) in super::forks::system_rows(&tx, &segs)? {
+            let m: Message = decode_message(seq, Role::System.as_str(), &content, None, None)?;
             system.add(&m);
         }
     }
@@ -150,23 +141,37 @@ pub(super) fn read_window(
 }
 
 /// The history of the window, oldest first: the walk back from the newest message to the
-/// start the bounds give, going on past a budget's start while repairs leave room.
+/// start the bounds give, going on past a budget's start while repairs leave room. A fork's
+/// walk goes on from its oldest row into its parent's rows up to the fork point, and so on
+/// (`segs`, newest first): their running totals continue each other, so the walk is the one
+/// over a conversation holding the same messages.
 fn walk(
     tx: &rusqlite::Transaction<'_>,
-    id: &str,
+    segs: &[Segment],
     policy: &Policy,
     snap: &Snapshot,
     stable_start: Option<i64>,
 ) -> Result<Vec<HistoryMessage>, StoreError> {
     let mut finder = StartFinder::new(WindowBounds::for_policy(policy, &snap.totals), stable_start);
     let mut messages: VecDeque<HistoryMessage> = VecDeque::new();
-    let mut stmt = tx.prepare_cached(WALK_SQL)?;
-    let mut rows = stmt.query(rusqlite::params![id, snap.last_seq])?;
+    let mut stmts = Vec::with_capacity(segs.len());
+    for _ in segs {
+        stmts.push(tx.prepare_cached(WALK_SQL)?);
+    }
+    let mut cursors = Vec::with_capacity(segs.len());
+    for (stmt, seg) in stmts.iter_mut().zip(segs) {
+        cursors.push(stmt.query(rusqlite::params![seg.id, seg.upto.min(snap.last_seq)])?);
+    }
+    let mut cur = 0;
     loop {
         // The next message older than those read; `None` past the oldest.
         let stop = loop {
-            let Some(row) = rows.next()? else {
+            if cur == cursors.len() {
                 break None;
+            }
+            let Some(row) = cursors[cur].next()? else {
+                cur += 1;
+                continue;
             };
             let role = text(row, 1)?;
             if role == Role::System.as_str() {

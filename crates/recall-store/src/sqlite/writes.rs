@@ -11,24 +11,11 @@ use crate::error::StoreError;
 use crate::model::Figures;
 use crate::stable::StableRow;
 use crate::statements::{
-    DELETE_CONVERSATION, DELETE_MESSAGES, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES,
-    SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE,
+    DELETE_MESSAGES, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SAVE_STABLE_WINDOW, SHIFT_RUNNING,
+    UPDATE_MESSAGE,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
-
-/// Deletes a conversation and everything of it.
-pub(super) fn delete_conversation(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    id: &str,
-) -> Result<(), StoreError> {
-    running(tx, tenant, id)?;
-    tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
-    tx.execute(DELETE_MESSAGES, named(&[&id]).as_slice())?;
-    tx.execute(DELETE_CONVERSATION, named(&[&id, &tenant]).as_slice())?;
-    Ok(())
-}
 
 /// Removes a conversation's messages and stable windows; returns how many messages.
 pub(super) fn clear_conversation(
@@ -37,6 +24,7 @@ pub(super) fn clear_conversation(
     id: &str,
 ) -> Result<u64, StoreError> {
     let r = running(tx, tenant, id)?;
+    super::forks::before_clear(tx, id)?;
     let removed = tx.execute(DELETE_MESSAGES, named(&[&id]).as_slice())?;
     tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
     save_running(tx, id, &Running::cleared(r.last_seq))?;
@@ -52,6 +40,7 @@ pub(super) fn update_message(
     e: &Encoded,
 ) -> Result<(), StoreError> {
     let mut r = running(tx, tenant, id)?;
+    super::forks::before_update(tx, id, seq)?;
     let old: Option<(i64, i64, i64, i64, String)> = tx
         .prepare_cached(MESSAGE_FIGURES)?
         .query_row(named(&[&id, &seq]).as_slice(), |row| {

@@ -1,0 +1,601 @@
+//! PostgreSQL's answers to the fork plan (`fork_plan`): the chain of a history, forking,
+//! deleting and clearing with forks, redaction, settings, and the reads that cross from a
+//! fork's rows into its parent's. The context read's probes go along the chain segment by
+//! segment, oldest first: running totals grow with seq within each conversation, so the
+//! first row of a conversation reaching a total is at or before the fork point exactly when
+//! the history holds such a row there (a conversation that is no fork keeps its
+//! one-statement probes, `window.rs`).
+
+use recall_core::policy::Policy;
+use recall_core::select::HistoryMessage;
+use sqlx::{PgConnection, Postgres, Transaction};
+
+use super::{conversation_at, stored_at, PgStore};
+use crate::append_plan::replacement;
+use crate::codec::{check_text, now_ms, policy_text};
+use crate::error::StoreError;
+use crate::fork_plan::{
+    check_fork_point, count_at, fork_parent, fork_running, forks_of_sql, has_forks, owner,
+    page_upto_sql, redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL,
+    COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT,
+    INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS, STATUS_AT, SYSTEM_UPTO, UPDATE_SETTINGS,
+};
+use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
+use crate::statements::{
+    get_conversation_sql, stable_rows_sql, DELETE_CONVERSATION, DELETE_MESSAGES,
+    DELETE_STABLE_WINDOWS, MESSAGE_COLUMNS, MESSAGE_FIGURES, SHIFT_RUNNING, SYSTEM_MESSAGES,
+};
+use crate::window::{StableKey, Totals};
+use crate::window_plan::history_message;
+
+type Tx<'a> = Transaction<'a, Postgres>;
+
+impl PgStore {
+    /// The segments of conversation `id`'s history, newest first; not found when it is not
+    /// the tenant's.
+    pub(super) async fn chain(
+        conn: &mut PgConnection,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<Segment>, StoreError> {
+        let rows: Vec<ChainRow> = sqlx::query_as(CHAIN_SQL)
+            .bind(id)
+            .bind(tenant)
+            .fetch_all(&mut *conn)
+            .await?;
+        let segs = segments(&rows);
+        if segs.is_empty() {
+            return Err(StoreError::ConversationNotFound(id.to_string()));
+        }
+        Ok(segs)
+    }
+
+    async fn get_in(
+        conn: &mut PgConnection,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Conversation, StoreError> {
+        let row = sqlx::query(&get_conversation_sql())
+            .bind(id)
+            .bind(tenant)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+        conversation_at(&row)
+    }
+
+    async fn count_of(
+        conn: &mut PgConnection,
+        sql: &str,
+        id: &str,
+        seq: Option<i64>,
+    ) -> Result<i64, StoreError> {
+        let mut q = sqlx::query_scalar::<_, i64>(sql).bind(id);
+        if let Some(s) = seq {
+            q = q.bind(s);
+        }
+        Ok(q.fetch_one(&mut *conn).await?)
+    }
+
+    /// The running totals of a history up to `at`.
+    async fn totals_at(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        at: i64,
+    ) -> Result<Totals, StoreError> {
+        for seg in truncate(segs, at) {
+            let found: Option<(i64, i64, i64, i64, i64)> = sqlx::query_as(LAST_CUM)
+                .bind(&seg.id)
+                .bind(seg.upto)
+                .fetch_optional(&mut *conn)
+                .await?;
+            if let Some((o200k, cl100k, chars, chars4, cuts)) = found {
+                return Ok(Totals {
+                    o200k,
+                    cl100k,
+                    chars,
+                    chars4,
+                    cuts,
+                });
+            }
+        }
+        Ok(Totals::default())
+    }
+
+    /// Forks conversation `id` at `at`, holding its row lock (so no update of its messages
+    /// runs meanwhile).
+    pub(super) async fn fork_in_tx(
+        &self,
+        tenant: &str,
+        id: &str,
+        at: i64,
+        new: &NewFork,
+    ) -> Result<Conversation, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        Self::lock_running(&mut tx, tenant, id).await?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let from = Self::get_in(&mut tx, tenant, id).await?;
+        if at < 0 || at > from.last_seq {
+            return Err(StoreError::Invalid(format!(
+                "at: {at} is not a point of conversation '{id}' (0 to its last seq, {})",
+                from.last_seq
+            )));
+        }
+        let parent = fork_parent(&segs, at)
+            .map(|s| s.id.clone())
+            .unwrap_or_else(|| id.to_string());
+        if let Some(o) = owner(&segs, at) {
+            let status: Option<String> = sqlx::query_scalar(STATUS_AT)
+                .bind(&o.id)
+                .bind(at)
+                .fetch_optional(&mut *tx)
+                .await?;
+            check_fork_point(id, at, status.as_deref())?;
+        }
+        let run = fork_running(
+            at,
+            count_at(from.last_seq, from.message_count, at),
+            Self::totals_at(&mut tx, &segs, at).await?,
+        );
+        let title = new.title.clone().or_else(|| from.title.clone());
+        check_text("title", title.as_deref().unwrap_or(""))?;
+        let fork_id = uuid::Uuid::now_v7().to_string();
+        let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
+        sqlx::query(INSERT_FORK)
+            .bind(&fork_id)
+            .bind(tenant)
+            .bind(&title)
+            .bind(&from.system_prompt)
+            .bind(serde_json::Value::Object(from.metadata.clone()).to_string())
+            .bind(policy_text(from.policy.as_ref())?)
+            .bind(now_ms())
+            .bind(&parent)
+            .bind(at)
+            .bind(count)
+            .bind(o)
+            .bind(c)
+            .bind(ch)
+            .bind(c4)
+            .bind(turns)
+            .bind(cuts)
+            .execute(&mut *tx)
+            .await?;
+        if at == from.last_seq {
+            sqlx::query(COPY_STABLE_WINDOWS)
+                .bind(&fork_id)
+                .bind(id)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let conv = Self::get_in(&mut tx, tenant, &fork_id).await?;
+        tx.commit().await?;
+        Ok(conv)
+    }
+
+    /// The direct forks of conversation `id`.
+    pub(super) async fn forks_of(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<Conversation>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        Self::get_in(&mut conn, tenant, id).await?;
+        let rows = sqlx::query(&forks_of_sql())
+            .bind(id)
+            .bind(tenant)
+            .fetch_all(&mut *conn)
+            .await?;
+        rows.iter().map(conversation_at).collect()
+    }
+
+    /// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
+    pub(super) async fn delete_tree(
+        &self,
+        tenant: &str,
+        id: &str,
+        cascade: bool,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        Self::lock_running(&mut tx, tenant, id).await?;
+        let forks = Self::count_of(&mut tx, FORK_COUNT, id, None).await?;
+        if forks > 0 && !cascade {
+            return Err(has_forks(id, forks, "delete"));
+        }
+        let mut ids: Vec<String> = if forks > 0 {
+            sqlx::query_scalar(DESCENDANTS)
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await?
+        } else {
+            Vec::new()
+        };
+        ids.push(id.to_string());
+        for d in &ids {
+            for sql in [DELETE_STABLE_WINDOWS, DELETE_MESSAGES] {
+                sqlx::query(sql).bind(d).execute(&mut *tx).await?;
+            }
+            sqlx::query(DELETE_CONVERSATION)
+                .bind(d)
+                .bind(tenant)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(ids.len() as u64)
+    }
+
+    /// Refuses a clear of a conversation with forks; a fork that is cleared stops reading
+    /// its parent.
+    pub(super) async fn before_clear(tx: &mut Tx<'_>, id: &str) -> Result<(), StoreError> {
+        let forks = Self::count_of(tx, FORK_COUNT, id, None).await?;
+        if forks > 0 {
+            return Err(has_forks(id, forks, "clear"));
+        }
+        sqlx::query(DETACH).bind(id).execute(&mut **tx).await?;
+        Ok(())
+    }
+
+    /// Refuses an update of message `seq` when forks read it.
+    pub(super) async fn before_update(
+        tx: &mut Tx<'_>,
+        id: &str,
+        seq: i64,
+    ) -> Result<(), StoreError> {
+        let forks = Self::count_of(tx, FORKS_READING, id, Some(seq)).await?;
+        if forks > 0 {
+            return Err(has_forks(id, forks, &format!("update message {seq} of")));
+        }
+        Ok(())
+    }
+
+    /// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts
+    /// the running totals of every conversation that reads it, each under its row lock.
+    pub(super) async fn redact_in_tx(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let not_found = || StoreError::MessageNotFound {
+            conversation: id.to_string(),
+            seq,
+        };
+        let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
+        let mut readers: Vec<String> = sqlx::query_scalar(DESCENDANTS_READING)
+            .bind(&o)
+            .bind(seq)
+            .fetch_all(&mut *tx)
+            .await?;
+        readers.insert(0, o.clone());
+        // Every conversation whose totals move is locked first, in id order after the
+        // owner (appends lock one row; two redactions lock in the same order).
+        for c in &readers {
+            sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
+                .bind(c)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let old: Option<(i64, i64, i64, i64, String)> = sqlx::query_as(MESSAGE_FIGURES)
+            .bind(&o)
+            .bind(seq)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let (t_o, t_c, t_ch, flags, role) = old.ok_or_else(not_found)?;
+        let old_f = Figures {
+            tokens_o200k: t_o,
+            tokens_cl100k: t_c,
+            chars: t_ch,
+            ..Figures::default()
+        }
+        .with_flags(flags);
+        let e = redaction(&role)?;
+        let f = &e.figures;
+        sqlx::query(REDACT_MESSAGE)
+            .bind(&o)
+            .bind(seq)
+            .bind(&e.content)
+            .bind(f.tokens_o200k)
+            .bind(f.tokens_cl100k)
+            .bind(f.chars)
+            .bind(f.flags())
+            .execute(&mut *tx)
+            .await?;
+        let delta = replacement((&old_f, &role), (f, e.role));
+        let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = delta;
+        for c in &readers {
+            if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+                let mut q = sqlx::query(SHIFT_RUNNING).bind(c).bind(seq);
+                for d in [d_o, d_c, d_ch, d_c4, d_cuts] {
+                    q = q.bind(d);
+                }
+                q.execute(&mut *tx).await?;
+                sqlx::query(DELETE_STABLE_WINDOWS)
+                    .bind(c)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            let mut q = sqlx::query(SHIFT_TOTALS).bind(c);
+            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] {
+                q = q.bind(d);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Changes the settings of conversation `id` under its row lock.
+    pub(super) async fn update_settings(
+        &self,
+        tenant: &str,
+        id: &str,
+        update: &ConversationUpdate,
+    ) -> Result<Conversation, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        Self::lock_running(&mut tx, tenant, id).await?;
+        let mut conv = Self::get_in(&mut tx, tenant, id).await?;
+        if let Some(t) = &update.title {
+            check_text("title", t.as_deref().unwrap_or(""))?;
+            conv.title = t.clone();
+        }
+        if let Some(p) = &update.system_prompt {
+            check_text("system prompt", p.as_deref().unwrap_or(""))?;
+            conv.system_prompt = p.clone();
+        }
+        if let Some(m) = &update.metadata {
+            conv.metadata = m.clone();
+        }
+        if let Some(p) = &update.policy {
+            if *p != conv.policy {
+                sqlx::query(DELETE_STABLE_WINDOWS)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            conv.policy = p.clone();
+        }
+        sqlx::query(UPDATE_SETTINGS)
+            .bind(id)
+            .bind(&conv.title)
+            .bind(&conv.system_prompt)
+            .bind(serde_json::Value::Object(conv.metadata.clone()).to_string())
+            .bind(policy_text(conv.policy.as_ref())?)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+        let conv = Self::get_in(&mut tx, tenant, id).await?;
+        tx.commit().await?;
+        Ok(conv)
+    }
+
+    /// A page of a history across its chain (one snapshot).
+    pub(super) async fn page(
+        &self,
+        tenant: &str,
+        id: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .await?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let mut out = Vec::new();
+        for seg in segs.iter().rev() {
+            let left = i64::from(limit) - out.len() as i64;
+            if left <= 0 {
+                break;
+            }
+            if seg.upto <= after {
+                continue;
+            }
+            let rows = sqlx::query(&page_upto_sql())
+                .bind(&seg.id)
+                .bind(after)
+                .bind(seg.upto)
+                .bind(left)
+                .fetch_all(&mut *tx)
+                .await?;
+            for r in &rows {
+                out.push(stored_at(r, 0)?);
+            }
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    /// The first row of a history (oldest first) whose running total in `column` reaches
+    /// `x`: its seq and cut count.
+    async fn first_reaching(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        column: &str,
+        x: i64,
+    ) -> Result<Option<(i64, i64)>, StoreError> {
+        let sql = format!(
+            "SELECT seq, cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= $2 \
+             ORDER BY {column}, seq LIMIT 1"
+        );
+        for seg in segs.iter().rev() {
+            let found: Option<(i64, i64)> = sqlx::query_as(&sql)
+                .bind(&seg.id)
+                .bind(x)
+                .fetch_optional(&mut *conn)
+                .await?;
+            if let Some((seq, cuts)) = found {
+                if seq <= seg.upto {
+                    return Ok(Some((seq, cuts)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// `PgStore::cut_start` along a chain.
+    pub(super) async fn cut_start_in(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        cut: i64,
+    ) -> Result<i64, StoreError> {
+        if let [seg] = segs {
+            return Self::cut_start(conn, &seg.id, cut).await;
+        }
+        if cut <= 0 {
+            return Ok(0);
+        }
+        Ok(Self::first_reaching(conn, segs, "cum_cuts", cut)
+            .await?
+            .map_or(0, |(seq, _)| seq))
+    }
+
+    /// `PgStore::budget_start` along a chain.
+    pub(super) async fn budget_start_in(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        column: &str,
+        threshold: i64,
+    ) -> Result<i64, StoreError> {
+        if let [seg] = segs {
+            return Self::budget_start(conn, &seg.id, column, threshold).await;
+        }
+        if threshold <= 0 {
+            return Ok(0);
+        }
+        match Self::first_reaching(conn, segs, column, threshold).await? {
+            Some((_, cuts)) if cuts > 0 => Self::cut_start_in(conn, segs, cuts).await,
+            _ => Ok(0),
+        }
+    }
+
+    /// `PgStore::total_before` along a chain.
+    pub(super) async fn total_before_in(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        column: &str,
+        seq: i64,
+    ) -> Result<i64, StoreError> {
+        if let [seg] = segs {
+            return Self::total_before(conn, &seg.id, column, seq).await;
+        }
+        let sql = format!(
+            "SELECT {column} FROM messages WHERE conversation_id = $1 AND seq < $2 \
+             ORDER BY seq DESC LIMIT 1"
+        );
+        for seg in segs.iter().filter(|s| s.after < seq) {
+            let v: Option<i64> = sqlx::query_scalar(&sql)
+                .bind(&seg.id)
+                .bind(seq.min(seg.upto.saturating_add(1)))
+                .fetch_optional(&mut *conn)
+                .await?;
+            if let Some(v) = v {
+                return Ok(v);
+            }
+        }
+        Ok(0)
+    }
+
+    /// Non-system messages of a history with `from <= seq < before`, oldest first.
+    pub(super) async fn history_in(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        from: i64,
+        before: i64,
+        policy: &Policy,
+    ) -> Result<Vec<HistoryMessage>, StoreError> {
+        if let [seg] = segs {
+            return Self::history(conn, &seg.id, from, before, policy).await;
+        }
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND seq >= $2 \
+             AND seq < $3 AND role <> 'system' ORDER BY seq"
+        );
+        let mut out = Vec::new();
+        for seg in segs.iter().rev() {
+            let end = before.min(seg.upto.saturating_add(1));
+            if end <= from {
+                continue;
+            }
+            let rows = sqlx::query(&sql)
+                .bind(&seg.id)
+                .bind(from)
+                .bind(end)
+                .fetch_all(&mut *conn)
+                .await?;
+            for row in &rows {
+                out.push(history_message(stored_at(row, 0)?, policy));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The system messages of a history, oldest first: (seq, content).
+    pub(super) async fn system_in(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        let mut out = Vec::new();
+        for seg in segs.iter().rev() {
+            let rows: Vec<(i64, String)> = if seg.upto == i64::MAX {
+                sqlx::query_as(SYSTEM_MESSAGES)
+                    .bind(&seg.id)
+                    .fetch_all(&mut *conn)
+                    .await?
+            } else {
+                sqlx::query_as(SYSTEM_UPTO)
+                    .bind(&seg.id)
+                    .bind(seg.upto)
+                    .fetch_all(&mut *conn)
+                    .await?
+            };
+            out.extend(rows);
+        }
+        Ok(out)
+    }
+
+    /// The `(seq, cost, flags)` rows of a history a stable window's catch-up folds, for
+    /// `from <= seq <= to`.
+    pub(super) async fn stable_rows_in(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        key: &StableKey,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(i64, i64, i64)>, StoreError> {
+        let sql = stable_rows_sql(key);
+        let mut out = Vec::new();
+        for seg in segs.iter().rev() {
+            let upto = seg.upto.min(to);
+            if upto < from {
+                continue;
+            }
+            let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&sql)
+                .bind(&seg.id)
+                .bind(from)
+                .bind(upto)
+                .fetch_all(&mut *conn)
+                .await?;
+            out.extend(rows);
+        }
+        Ok(out)
+    }
+
+    /// Vacuums the messages table (dead row versions, a redacted message's old text among
+    /// them, become free space; PostgreSQL does not overwrite it until it is reused).
+    pub(super) async fn vacuum(&self) -> Result<(), StoreError> {
+        sqlx::query("VACUUM messages").execute(&self.pool).await?;
+        Ok(())
+    }
+}
+
+/// The chain of a conversation read in a window's snapshot: its own rows when it is no fork.
+pub(super) fn own(id: &str) -> Vec<Segment> {
+    vec![Segment {
+        id: id.to_string(),
+        after: 0,
+        upto: i64::MAX,
+    }]
+}

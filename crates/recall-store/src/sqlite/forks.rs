@@ -1,0 +1,430 @@
+//! SQLite's answers to the fork plan (`fork_plan`): the chain of a history, forking,
+//! deleting and clearing with forks, redaction, settings, and the reads that cross from a
+//! fork's rows into its parent's (message pages, system messages, a stable window's rows).
+
+use rusqlite::{Connection, OptionalExtension, Transaction};
+
+use super::append::running;
+use super::conn::{conversation, named, stored_message};
+use crate::append_plan::replacement;
+use crate::codec::{check_text, now_ms, policy_text};
+use crate::error::StoreError;
+use crate::fork_plan::{
+    check_fork_point, count_at, fork_parent, fork_running, has_forks, owner, page_upto_sql,
+    redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL, COPY_STABLE_WINDOWS, DESCENDANTS,
+    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS,
+    STATUS_AT, SYSTEM_UPTO, UPDATE_SETTINGS,
+};
+use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
+use crate::statements::{
+    get_conversation_sql, stable_rows_sql, DELETE_CONVERSATION, DELETE_MESSAGES,
+    DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING, SYSTEM_MESSAGES,
+};
+use crate::window::{StableKey, Totals};
+
+/// The segments of conversation `id`'s history, newest first; not found when it is not the
+/// tenant's.
+pub(super) fn chain(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Segment>, StoreError> {
+    let rows: Vec<ChainRow> = conn
+        .prepare_cached(CHAIN_SQL)?
+        .query_map(named(&[&id, &tenant]).as_slice(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    let segs = segments(&rows);
+    if segs.is_empty() {
+        return Err(StoreError::ConversationNotFound(id.to_string()));
+    }
+    Ok(segs)
+}
+
+/// The segment of a conversation that is no fork: its own rows.
+pub(super) fn own(id: &str) -> Vec<Segment> {
+    vec![Segment {
+        id: id.to_string(),
+        after: 0,
+        upto: i64::MAX,
+    }]
+}
+
+fn get(conn: &Connection, tenant: &str, id: &str) -> Result<Conversation, StoreError> {
+    conn.prepare_cached(&get_conversation_sql())?
+        .query_row(named(&[&id, &tenant]).as_slice(), |row| {
+            Ok(conversation(row))
+        })
+        .optional()?
+        .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
+}
+
+fn count(conn: &Connection, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row(named(values).as_slice(), |r| r.get(0))?)
+}
+
+/// The running totals of a history up to `at` (those of its newest message at or before it).
+fn totals_at(conn: &Connection, segs: &[Segment], at: i64) -> Result<Totals, StoreError> {
+    for seg in truncate(segs, at) {
+        let found = conn
+            .prepare_cached(LAST_CUM)?
+            .query_row(named(&[&seg.id, &seg.upto]).as_slice(), |r| {
+                Ok(Totals {
+                    o200k: r.get(0)?,
+                    cl100k: r.get(1)?,
+                    chars: r.get(2)?,
+                    chars4: r.get(3)?,
+                    cuts: r.get(4)?,
+                })
+            })
+            .optional()?;
+        if let Some(t) = found {
+            return Ok(t);
+        }
+    }
+    Ok(Totals::default())
+}
+
+/// Forks conversation `id` at `at` (see `Store::fork_conversation`).
+pub(super) fn fork(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    at: i64,
+    new: &NewFork,
+    fork_id: &str,
+) -> Result<Conversation, StoreError> {
+    let segs = chain(tx, tenant, id)?;
+    let from = get(tx, tenant, id)?;
+    if at < 0 || at > from.last_seq {
+        return Err(StoreError::Invalid(format!(
+            "at: {at} is not a point of conversation '{id}' (0 to its last seq, {})",
+            from.last_seq
+        )));
+    }
+    let parent = fork_parent(&segs, at)
+        .map(|s| s.id.clone())
+        .unwrap_or_else(|| id.to_string());
+    if let Some(o) = owner(&segs, at) {
+        let status: Option<String> = tx
+            .prepare_cached(STATUS_AT)?
+            .query_row(named(&[&o.id, &at]).as_slice(), |r| r.get(0))
+            .optional()?;
+        check_fork_point(id, at, status.as_deref())?;
+    }
+    let run = fork_running(
+        at,
+        count_at(from.last_seq, from.message_count, at),
+        totals_at(tx, &segs, at)?,
+    );
+    let title = new.title.clone().or_else(|| from.title.clone());
+    check_text("title", title.as_deref().unwrap_or(""))?;
+    let metadata = serde_json::Value::Object(from.metadata.clone()).to_string();
+    let policy = policy_text(from.policy.as_ref())?;
+    let now = now_ms();
+    let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
+    tx.prepare_cached(INSERT_FORK)?.execute(
+        named(&[
+            &fork_id,
+            &tenant,
+            &title,
+            &from.system_prompt,
+            &metadata,
+            &policy,
+            &now,
+            &parent,
+            &at,
+            &count,
+            &o,
+            &c,
+            &ch,
+            &c4,
+            &turns,
+            &cuts,
+        ])
+        .as_slice(),
+    )?;
+    // Its own rows start after `at`: the search index has nothing of it to catch up.
+    tx.execute(
+        "UPDATE conversations SET indexed_seq = $2 WHERE id = $1",
+        named(&[&fork_id, &at]).as_slice(),
+    )?;
+    if at == from.last_seq {
+        tx.execute(COPY_STABLE_WINDOWS, named(&[&fork_id, &id, &at]).as_slice())?;
+    }
+    get(tx, tenant, fork_id)
+}
+
+/// The direct forks of conversation `id`.
+pub(super) fn forks(
+    conn: &Connection,
+    tenant: &str,
+    id: &str,
+) -> Result<Vec<Conversation>, StoreError> {
+    get(conn, tenant, id)?;
+    let mut stmt = conn.prepare_cached(&crate::fork_plan::forks_of_sql())?;
+    let mut rows = stmt.query(named(&[&id, &tenant]).as_slice())?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(conversation(row)?);
+    }
+    Ok(out)
+}
+
+/// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
+pub(super) fn delete(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    cascade: bool,
+) -> Result<u64, StoreError> {
+    running(tx, tenant, id)?;
+    let forks = count(tx, FORK_COUNT, &[&id])?;
+    if forks > 0 && !cascade {
+        return Err(has_forks(id, forks, "delete"));
+    }
+    let mut ids: Vec<String> = if forks > 0 {
+        tx.prepare_cached(DESCENDANTS)?
+            .query_map(named(&[&id]).as_slice(), |r| r.get(0))?
+            .collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    ids.push(id.to_string());
+    for d in &ids {
+        tx.execute(DELETE_STABLE_WINDOWS, named(&[d]).as_slice())?;
+        tx.execute(DELETE_MESSAGES, named(&[d]).as_slice())?;
+        tx.execute(DELETE_CONVERSATION, named(&[d, &tenant]).as_slice())?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// Refuses a clear of a conversation with forks; a fork that is cleared stops reading its
+/// parent.
+pub(super) fn before_clear(tx: &Transaction<'_>, id: &str) -> Result<(), StoreError> {
+    let forks = count(tx, FORK_COUNT, &[&id])?;
+    if forks > 0 {
+        return Err(has_forks(id, forks, "clear"));
+    }
+    tx.execute(DETACH, named(&[&id]).as_slice())?;
+    Ok(())
+}
+
+/// Refuses an update of message `seq` when forks read it.
+pub(super) fn before_update(tx: &Transaction<'_>, id: &str, seq: i64) -> Result<(), StoreError> {
+    let forks = count(tx, crate::fork_plan::FORKS_READING, &[&id, &seq])?;
+    if forks > 0 {
+        return Err(has_forks(id, forks, &format!("update message {seq} of")));
+    }
+    Ok(())
+}
+
+/// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts the
+/// running totals of every conversation that reads it. Deleted text is overwritten
+/// (`secure_delete`) and the search index is merged so that no segment keeps its words.
+pub(super) fn redact(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    seq: i64,
+) -> Result<(), StoreError> {
+    let segs = chain(tx, tenant, id)?;
+    let not_found = || StoreError::MessageNotFound {
+        conversation: id.to_string(),
+        seq,
+    };
+    let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
+    let old: Option<(i64, i64, i64, i64, String)> = tx
+        .prepare_cached(MESSAGE_FIGURES)?
+        .query_row(named(&[&o, &seq]).as_slice(), |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
+        })
+        .optional()?;
+    let (t_o, t_c, t_ch, flags, role) = old.ok_or_else(not_found)?;
+    let old_f = Figures {
+        tokens_o200k: t_o,
+        tokens_cl100k: t_c,
+        chars: t_ch,
+        ..Figures::default()
+    }
+    .with_flags(flags);
+    let e = redaction(&role)?;
+    let f = &e.figures;
+    tx.pragma_update(None, "secure_delete", true)?;
+    tx.prepare_cached(REDACT_MESSAGE)?.execute(
+        named(&[
+            &o,
+            &seq,
+            &e.content,
+            &f.tokens_o200k,
+            &f.tokens_cl100k,
+            &f.chars,
+            &f.flags(),
+        ])
+        .as_slice(),
+    )?;
+    let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = replacement((&old_f, &role), (f, e.role));
+    let mut readers: Vec<String> = tx
+        .prepare_cached(DESCENDANTS_READING)?
+        .query_map(named(&[&o, &seq]).as_slice(), |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    readers.insert(0, o);
+    for c in &readers {
+        if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+            tx.prepare_cached(SHIFT_RUNNING)?
+                .execute(named(&[c, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts]).as_slice())?;
+            // Stable windows counted the old size.
+            tx.execute(DELETE_STABLE_WINDOWS, named(&[c]).as_slice())?;
+        }
+        tx.prepare_cached(SHIFT_TOTALS)?
+            .execute(named(&[c, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_turns]).as_slice())?;
+    }
+    // The trigger replaced the message's searchable text; FTS5 keeps a deleted document's
+    // words in its older segments until they are merged.
+    tx.execute(
+        "INSERT INTO message_fts (message_fts) VALUES ('optimize')",
+        [],
+    )?;
+    tx.pragma_update(None, "secure_delete", false)?;
+    Ok(())
+}
+
+/// Changes the settings of conversation `id` (see `Store::update_conversation`).
+pub(super) fn update_settings(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    id: &str,
+    update: &ConversationUpdate,
+) -> Result<Conversation, StoreError> {
+    let mut conv = get(tx, tenant, id)?;
+    if let Some(t) = &update.title {
+        check_text("title", t.as_deref().unwrap_or(""))?;
+        conv.title = t.clone();
+    }
+    if let Some(p) = &update.system_prompt {
+        check_text("system prompt", p.as_deref().unwrap_or(""))?;
+        conv.system_prompt = p.clone();
+    }
+    if let Some(m) = &update.metadata {
+        conv.metadata = m.clone();
+    }
+    if let Some(p) = &update.policy {
+        if *p != conv.policy {
+            tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
+        }
+        conv.policy = p.clone();
+    }
+    let metadata = serde_json::Value::Object(conv.metadata.clone()).to_string();
+    let policy = policy_text(conv.policy.as_ref())?;
+    tx.prepare_cached(UPDATE_SETTINGS)?.execute(
+        named(&[
+            &id,
+            &conv.title,
+            &conv.system_prompt,
+            &metadata,
+            &policy,
+            &now_ms(),
+        ])
+        .as_slice(),
+    )?;
+    get(tx, tenant, id)
+}
+
+/// A page of a history: messages with `seq > after`, oldest first, at most `limit`, across
+/// the chain.
+pub(super) fn page(
+    conn: &Connection,
+    tenant: &str,
+    id: &str,
+    after: i64,
+    limit: u32,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    let segs = chain(conn, tenant, id)?;
+    let mut out = Vec::new();
+    for seg in segs.iter().rev() {
+        let left = i64::from(limit) - out.len() as i64;
+        if left <= 0 {
+            break;
+        }
+        if seg.upto <= after {
+            continue;
+        }
+        let mut stmt = conn.prepare_cached(&page_upto_sql())?;
+        let mut rows = stmt.query(named(&[&seg.id, &after, &seg.upto, &left]).as_slice())?;
+        while let Some(row) = rows.next()? {
+            out.push(stored_message(row)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The system messages of a history, oldest first: (seq, content).
+pub(super) fn system_rows(
+    conn: &Connection,
+    segs: &[Segment],
+) -> Result<Vec<(i64, String)>, StoreError> {
+    let mut out = Vec::new();
+    for seg in segs.iter().rev() {
+        let (sql, values): (&str, Vec<&dyn rusqlite::ToSql>) = if seg.upto == i64::MAX {
+            (SYSTEM_MESSAGES, vec![&seg.id as &dyn rusqlite::ToSql])
+        } else {
+            (
+                SYSTEM_UPTO,
+                vec![&seg.id as &dyn rusqlite::ToSql, &seg.upto],
+            )
+        };
+        let mut stmt = conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(named(&values).as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?;
+        for r in rows {
+            out.push(r?);
+        }
+    }
+    Ok(out)
+}
+
+/// The `(seq, cost, flags)` rows a stable window's catch-up folds (see `fold_stable`), for
+/// `from <= seq <= to` of a history.
+pub(super) fn stable_rows(
+    conn: &Connection,
+    segs: &[Segment],
+    key: &StableKey,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, i64, i64)>, StoreError> {
+    let mut out = Vec::new();
+    let sql = stable_rows_sql(key);
+    for seg in segs.iter().rev() {
+        let upto = seg.upto.min(to);
+        if upto < from {
+            continue;
+        }
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(named(&[&seg.id, &from, &upto]).as_slice(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        for r in rows {
+            out.push(r?);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the WAL back into the file, vacuums it and truncates the WAL: no removed or
+/// redacted text stays in either file. Runs outside any transaction, on the writer
+/// connection.
+pub(super) fn compact(conn: &Connection) -> Result<(), StoreError> {
+    conn.pragma_update(None, "secure_delete", true)?;
+    let done = (|| {
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        conn.execute_batch("VACUUM")?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok::<(), StoreError>(())
+    })();
+    conn.pragma_update(None, "secure_delete", false)?;
+    done
+}

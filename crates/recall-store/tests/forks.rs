@@ -1,0 +1,803 @@
+//! Forks on both databases (see `fork_plan`): a fork at every position of a random
+//! conversation reads the same windows as a conversation holding the same messages (sliding
+//! and stable), forks of forks, paging across the fork point, delete/clear/update rules,
+//! redaction (the text leaves rows, search and, after `compact`, the SQLite file's bytes),
+//! tenant isolation, and appends to a parent and its fork by two processes at once.
+// Test code: a panic is how it fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use common::{all_messages, check_window, Rng};
+use recall_core::extract::measured_text;
+use recall_core::message::{Message, Role};
+use recall_core::policy::{Policy, TrimMode};
+use recall_core::tokens::Tokenizer;
+use recall_store::{
+    ConversationUpdate, MessageStatus, NewConversation, NewFork, NewMessage, Store, StoreError,
+    Window, DEFAULT_TENANT, REDACTED_TEXT,
+};
+
+const T: &str = DEFAULT_TENANT;
+
+fn complete(ms: &[Message]) -> Vec<NewMessage> {
+    ms.iter().cloned().map(NewMessage::complete).collect()
+}
+
+async fn new_conv(s: &dyn Store, system_prompt: Option<&str>) -> String {
+    let new = NewConversation {
+        system_prompt: system_prompt.map(Into::into),
+        title: Some("parent".into()),
+        ..NewConversation::default()
+    };
+    s.create_conversation(T, new).await.expect("create").id
+}
+
+/// Appends `ms` in chunks of random sizes.
+async fn append_chunks(s: &dyn Store, id: &str, ms: &[Message], rng: &mut Rng) {
+    let mut i = 0;
+    while i < ms.len() {
+        let take = (rng.range(1, 9) as usize).min(ms.len() - i);
+        s.append(T, id, complete(&ms[i..i + take])).await.unwrap();
+        i += take;
+    }
+}
+
+/// What a context is made of, comparable: a window's system parts, messages (seq, message,
+/// measure), older count and stable start.
+fn view(w: &Window) -> String {
+    format!(
+        "{:?} | {:?} | older {} | stable {:?}",
+        w.system_parts,
+        w.messages
+            .iter()
+            .map(|h| (h.index, h.message.to_json().to_string(), h.measure))
+            .collect::<Vec<_>>(),
+        w.older,
+        w.stable_start
+    )
+}
+
+fn policies(rng: &mut Rng) -> Vec<Policy> {
+    let mut out = vec![Policy::default()];
+    for t in [Tokenizer::O200k, Tokenizer::Chars4] {
+        for budget in [60, 400] {
+            out.push(Policy {
+                max_tokens: Some(budget),
+                tokenizer: t,
+                trim: TrimMode::Stable,
+                ..Policy::default()
+            });
+        }
+    }
+    out.push(Policy {
+        max_chars: Some(700),
+        trim: TrimMode::Stable,
+        low_water: 0.5,
+        ..Policy::default()
+    });
+    for _ in 0..4 {
+        out.push(common::policy(rng));
+    }
+    out
+}
+
+/// The two conversations read the same windows under every policy, and their counts agree.
+async fn same_windows(s: &dyn Store, a: &str, b: &str, ps: &[Policy], what: &str) {
+    for p in ps {
+        let (ca, wa) = s.conversation_window(T, a, p).await.unwrap();
+        let (cb, wb) = s.conversation_window(T, b, p).await.unwrap();
+        assert_eq!(view(&wa), view(&wb), "{what}: windows under {p:?}");
+        assert_eq!(
+            (ca.message_count, ca.last_seq, ca.total_tokens),
+            (cb.message_count, cb.last_seq, cb.total_tokens),
+            "{what}: counts"
+        );
+    }
+    let ma = all_messages(s, T, a).await;
+    let mb = all_messages(s, T, b).await;
+    let strip = |ms: Vec<recall_store::StoredMessage>| {
+        ms.into_iter()
+            .map(|m| (m.seq, m.message, m.status, m.figures))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(ma), strip(mb), "{what}: messages");
+}
+
+/// A fork at every position of a random conversation, continued with messages of its own,
+/// reads what a conversation built by appending the same messages reads: after the fork and
+/// after every chunk appended to both.
+async fn fork_at_every_position(s: &dyn Store) {
+    let mut rng = Rng::new(18);
+    let mut parent_msgs = vec![Message::text(Role::System, "house rules")];
+    parent_msgs.extend(common::conversation(&mut rng, 36));
+    let n = parent_msgs.len() as i64;
+    let parent = new_conv(s, Some("be brief")).await;
+    append_chunks(s, &parent, &parent_msgs, &mut rng).await;
+    let ps = policies(&mut rng);
+    // Stable windows current at the tip: a fork there starts with them.
+    for p in &ps {
+        s.context_window(T, &parent, p).await.unwrap();
+    }
+    for k in 0..=n {
+        let fork = s
+            .fork_conversation(T, &parent, k, NewFork::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            fork.forked_from,
+            Some(recall_store::ForkPoint {
+                conversation_id: parent.clone(),
+                seq: k
+            })
+        );
+        assert_eq!(fork.title.as_deref(), Some("parent"));
+        assert_eq!(fork.system_prompt.as_deref(), Some("be brief"));
+        let copy = new_conv(s, Some("be brief")).await;
+        s.append(T, &copy, complete(&parent_msgs[..k as usize]))
+            .await
+            .unwrap();
+        let what = format!("fork at {k}");
+        same_windows(s, &fork.id, &copy, &ps, &what).await;
+        let more = common::conversation(&mut rng, 14);
+        let mut i = 0;
+        while i < more.len() {
+            let take = (rng.range(1, 6) as usize).min(more.len() - i);
+            let a = s
+                .append(T, &fork.id, complete(&more[i..i + take]))
+                .await
+                .unwrap();
+            let b = s
+                .append(T, &copy, complete(&more[i..i + take]))
+                .await
+                .unwrap();
+            assert_eq!(a, b, "{what}: seqs of an append");
+            i += take;
+            same_windows(s, &fork.id, &copy, &ps, &format!("{what} + {i}")).await;
+        }
+        check_window(s, T, &fork.id, &ps[1], &what).await;
+    }
+    // The parent is unchanged by its forks.
+    assert_eq!(all_messages(s, T, &parent).await.len() as i64, n);
+    let forks = s.forks(T, &parent).await.unwrap();
+    assert_eq!(
+        forks
+            .iter()
+            .map(|f| f.forked_from.as_ref().unwrap().seq)
+            .collect::<Vec<_>>(),
+        (0..=n).collect::<Vec<_>>()
+    );
+}
+
+/// Forks of forks, at points in each ancestor, read like copies; a fork of a fork at a point
+/// of its grandparent is made on the grandparent.
+async fn forks_of_forks(s: &dyn Store) {
+    let mut rng = Rng::new(7);
+    let ps = policies(&mut rng);
+    let a_msgs = common::conversation(&mut rng, 30);
+    let a = new_conv(s, None).await;
+    append_chunks(s, &a, &a_msgs, &mut rng).await;
+    let b = s
+        .fork_conversation(
+            T,
+            &a,
+            20,
+            NewFork {
+                title: Some("b".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(b.title.as_deref(), Some("b"));
+    let b_msgs = common::conversation(&mut rng, 25);
+    append_chunks(s, &b.id, &b_msgs, &mut rng).await;
+    let mut b_all: Vec<Message> = a_msgs[..20].to_vec();
+    b_all.extend(b_msgs.iter().cloned());
+    for (at, on) in [(33, &b.id), (20, &a), (12, &a), (45, &b.id)] {
+        let c = s
+            .fork_conversation(T, &b.id, at, NewFork::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            &c.forked_from.as_ref().unwrap().conversation_id,
+            on,
+            "fork at {at}"
+        );
+        let c_msgs = common::conversation(&mut rng, 10);
+        append_chunks(s, &c.id, &c_msgs, &mut rng).await;
+        // And a fork of that fork, inside its parent's rows.
+        let d = s
+            .fork_conversation(T, &c.id, at + 4, NewFork::default())
+            .await
+            .unwrap();
+        let d_msgs = common::conversation(&mut rng, 8);
+        append_chunks(s, &d.id, &d_msgs, &mut rng).await;
+
+        let mut c_all: Vec<Message> = b_all[..at as usize].to_vec();
+        c_all.extend(c_msgs.iter().cloned());
+        let mut d_all: Vec<Message> = c_all[..(at + 4) as usize].to_vec();
+        d_all.extend(d_msgs.iter().cloned());
+        for (conv, all) in [(&c.id, &c_all), (&d.id, &d_all)] {
+            let copy = new_conv(s, None).await;
+            append_chunks(s, &copy, all, &mut rng).await;
+            same_windows(s, conv, &copy, &ps, &format!("fork of fork at {at}")).await;
+        }
+    }
+}
+
+/// Pages of a fork cross its fork points in order, at every page size.
+async fn paging_across_fork_points(s: &dyn Store) {
+    let mut rng = Rng::new(3);
+    let a = new_conv(s, None).await;
+    append_chunks(s, &a, &common::conversation(&mut rng, 12), &mut rng).await;
+    let b = s
+        .fork_conversation(T, &a, 7, NewFork::default())
+        .await
+        .unwrap();
+    append_chunks(s, &b.id, &common::conversation(&mut rng, 6), &mut rng).await;
+    let c = s
+        .fork_conversation(T, &b.id, 10, NewFork::default())
+        .await
+        .unwrap();
+    append_chunks(s, &c.id, &common::conversation(&mut rng, 5), &mut rng).await;
+    let all = all_messages(s, T, &c.id).await;
+    assert_eq!(
+        all.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        (1..=15).collect::<Vec<_>>()
+    );
+    for size in 1..=16u32 {
+        let mut after = 0;
+        let mut seen = Vec::new();
+        loop {
+            let page = s.messages(T, &c.id, after, size).await.unwrap();
+            assert!(page.len() <= size as usize);
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            seen.extend(page);
+        }
+        assert_eq!(seen, all, "page size {size}");
+    }
+}
+
+fn has_forks<T: std::fmt::Debug>(r: Result<T, StoreError>, what: &str) {
+    match r {
+        Err(StoreError::HasForks { .. }) => {}
+        other => panic!("{what}: expected HasForks, got {other:?}"),
+    }
+}
+
+/// A parent with forks cannot be deleted (unless cascading) or cleared, and the messages its
+/// forks read cannot be updated; later ones can. A cleared fork reads its parent no more.
+async fn delete_clear_update_rules(s: &dyn Store) {
+    let mut rng = Rng::new(11);
+    let msgs = common::conversation(&mut rng, 20);
+    let a = new_conv(s, None).await;
+    s.append(T, &a, complete(&msgs)).await.unwrap();
+    let b = s
+        .fork_conversation(T, &a, 10, NewFork::default())
+        .await
+        .unwrap();
+    s.append(T, &b.id, complete(&msgs[..3])).await.unwrap();
+    let c = s
+        .fork_conversation(T, &b.id, 12, NewFork::default())
+        .await
+        .unwrap();
+    let before_b = all_messages(s, T, &b.id).await;
+
+    has_forks(s.delete_conversation(T, &a, false).await, "delete parent");
+    has_forks(s.clear_conversation(T, &a).await, "clear parent");
+    has_forks(
+        s.update_message(
+            T,
+            &a,
+            10,
+            NewMessage::complete(Message::text(Role::User, "x")),
+        )
+        .await,
+        "update a message a fork reads",
+    );
+    // Nothing changed.
+    assert_eq!(all_messages(s, T, &a).await.len(), 20);
+    assert_eq!(all_messages(s, T, &b.id).await, before_b);
+    // After the fork point the parent's messages are its own.
+    s.update_message(
+        T,
+        &a,
+        11,
+        NewMessage::complete(Message::text(Role::User, "mine")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(all_messages(s, T, &b.id).await, before_b);
+
+    // Clearing the leaf fork: it becomes a conversation of its own, seq keeps counting.
+    s.append(T, &c.id, complete(&msgs[..2])).await.unwrap();
+    assert_eq!(s.clear_conversation(T, &c.id).await.unwrap(), 2);
+    let cleared = s.get_conversation(T, &c.id).await.unwrap();
+    assert_eq!(cleared.forked_from, None);
+    assert_eq!((cleared.message_count, cleared.last_seq), (0, 14));
+    assert!(all_messages(s, T, &c.id).await.is_empty());
+    s.append(T, &c.id, complete(&msgs[..1])).await.unwrap();
+    assert_eq!(all_messages(s, T, &c.id).await[0].seq, 15);
+    assert_eq!(all_messages(s, T, &b.id).await, before_b);
+
+    // Cascade deletes the parent and every fork below it.
+    let d = s
+        .fork_conversation(T, &b.id, 5, NewFork::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        d.forked_from.as_ref().unwrap().conversation_id,
+        a,
+        "made on the holder"
+    );
+    assert_eq!(s.delete_conversation(T, &a, true).await.unwrap(), 3);
+    for id in [&a, &b.id, &d.id] {
+        assert!(matches!(
+            s.get_conversation(T, id).await,
+            Err(StoreError::ConversationNotFound(_))
+        ));
+    }
+    // The detached fork lives on.
+    assert_eq!(all_messages(s, T, &c.id).await.len(), 1);
+    assert_eq!(s.delete_conversation(T, &c.id, false).await.unwrap(), 1);
+}
+
+/// Bad fork points and other tenants are refused; nothing is created.
+async fn fork_refusals_and_tenants(s: &dyn Store) {
+    let a = new_conv(s, None).await;
+    s.append(T, &a, complete(&[Message::text(Role::User, "hello")]))
+        .await
+        .unwrap();
+    for at in [-1, 2, i64::MAX] {
+        match s.fork_conversation(T, &a, at, NewFork::default()).await {
+            Err(StoreError::Invalid(m)) => assert!(m.contains("at:"), "{m}"),
+            other => panic!("fork at {at}: {other:?}"),
+        }
+    }
+    assert!(s.forks(T, &a).await.unwrap().is_empty());
+    let nf = |r: Result<_, StoreError>, what: &str| match r {
+        Err(e) if e.is_not_found() => {}
+        other => panic!("{what}: {:?}", other.map(|_: ()| ())),
+    };
+    nf(
+        s.fork_conversation("other", &a, 1, NewFork::default())
+            .await
+            .map(|_| ()),
+        "fork",
+    );
+    nf(s.forks("other", &a).await.map(|_| ()), "forks");
+    nf(s.redact_message("other", &a, 1).await, "redact");
+    nf(
+        s.update_conversation("other", &a, ConversationUpdate::default())
+            .await
+            .map(|_| ()),
+        "update",
+    );
+    nf(
+        s.delete_conversation("other", &a, true).await.map(|_| ()),
+        "delete",
+    );
+    let f = s
+        .fork_conversation(T, &a, 1, NewFork::default())
+        .await
+        .unwrap();
+    nf(
+        s.messages("other", &f.id, 0, 10).await.map(|_| ()),
+        "messages of a fork",
+    );
+    nf(
+        s.conversation_window("other", &f.id, &Policy::default())
+            .await
+            .map(|_| ()),
+        "window of a fork",
+    );
+    nf(
+        s.redact_message(T, &a, 2).await,
+        "redact a seq past the end",
+    );
+    assert_eq!(s.get_conversation(T, &a).await.unwrap().message_count, 1);
+}
+
+/// A reply being streamed is stored partial and updated when it ends: a fork can start
+/// before it, not after it, so the update that completes it is never refused.
+async fn fork_at_a_partial_reply(s: &dyn Store) {
+    let a = new_conv(s, None).await;
+    s.append(T, &a, complete(&[Message::text(Role::User, "hello")]))
+        .await
+        .unwrap();
+    let partial = |text: &str, status| NewMessage {
+        message: Message::text(Role::Assistant, text),
+        status,
+        figures: None,
+    };
+    s.append(T, &a, vec![partial("Hel", MessageStatus::Partial)])
+        .await
+        .unwrap();
+    match s.fork_conversation(T, &a, 2, NewFork::default()).await {
+        Err(e @ StoreError::PartialForkPoint { .. }) => {
+            let m = e.to_string();
+            assert!(
+                m.contains("message 2 is partial") && m.contains("fork at 1"),
+                "{m}"
+            );
+        }
+        other => panic!("fork at a partial reply: {other:?}"),
+    }
+    assert!(s.forks(T, &a).await.unwrap().is_empty(), "nothing was made");
+    let before = s
+        .fork_conversation(T, &a, 1, NewFork::default())
+        .await
+        .unwrap();
+    // The reply ends: its update is not refused, and the fork before it does not see it.
+    s.update_message(T, &a, 2, partial("Hello!", MessageStatus::Complete))
+        .await
+        .unwrap();
+    let seen = all_messages(s, T, &before.id).await;
+    assert_eq!(seen.len(), 1);
+    let after = s
+        .fork_conversation(T, &a, 2, NewFork::default())
+        .await
+        .unwrap();
+    let seen = all_messages(s, T, &after.id).await;
+    assert_eq!(
+        seen.last().unwrap().message,
+        Message::text(Role::Assistant, "Hello!")
+    );
+}
+
+/// Settings change; a policy change drops the stable windows.
+async fn update_settings(s: &dyn Store) {
+    let a = new_conv(s, Some("old prompt")).await;
+    let mut meta = serde_json::Map::new();
+    meta.insert("k".into(), serde_json::json!(1));
+    let policy: recall_core::policy::ConversationPolicy =
+        serde_json::from_value(serde_json::json!({"format": "xml", "max_tokens": 100})).unwrap();
+    let up = ConversationUpdate {
+        title: Some(None),
+        system_prompt: Some(Some("new prompt".into())),
+        metadata: Some(meta.clone()),
+        policy: Some(Some(policy.clone())),
+    };
+    let c = s.update_conversation(T, &a, up).await.unwrap();
+    assert_eq!(c.title, None);
+    assert_eq!(c.system_prompt.as_deref(), Some("new prompt"));
+    assert_eq!(c.metadata, meta);
+    assert_eq!(c.policy, Some(policy));
+    assert_eq!(c, s.get_conversation(T, &a).await.unwrap());
+    // Leaving every field out changes nothing.
+    let same = s
+        .update_conversation(T, &a, ConversationUpdate::default())
+        .await
+        .unwrap();
+    assert_eq!((same.title, same.system_prompt), (c.title, c.system_prompt));
+    let bad = ConversationUpdate {
+        title: Some(Some("nul\0".into())),
+        ..ConversationUpdate::default()
+    };
+    assert!(matches!(
+        s.update_conversation(T, &a, bad).await,
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+/// Redacting a message a fork reads (asked through the fork): gone from both histories and
+/// from search, seq and role kept, totals right (windows equal a copy's), recorded as the
+/// status.
+async fn redaction(s: &dyn Store) {
+    let mut rng = Rng::new(5);
+    let mut msgs = common::conversation(&mut rng, 16);
+    msgs[4] = Message::text(Role::User, "my password is zebracorn42 please forget it");
+    let a = new_conv(s, None).await;
+    s.append(T, &a, complete(&msgs)).await.unwrap();
+    let b = s
+        .fork_conversation(T, &a, 10, NewFork::default())
+        .await
+        .unwrap();
+    let more = common::conversation(&mut rng, 6);
+    s.append(T, &b.id, complete(&more)).await.unwrap();
+    let ps = policies(&mut rng);
+    for p in &ps {
+        s.context_window(T, &b.id, p).await.unwrap();
+    }
+    assert_eq!(
+        s.search_messages(T, "zebracorn42", 10).await.unwrap().len(),
+        1
+    );
+
+    s.redact_message(T, &b.id, 5).await.unwrap();
+    for id in [&a, &b.id] {
+        let all = all_messages(s, T, id).await;
+        let m = &all[4];
+        assert_eq!((m.seq, m.status), (5, MessageStatus::Redacted));
+        assert_eq!(m.message.role, Role::User);
+        assert_eq!(measured_text(&m.message), REDACTED_TEXT);
+        assert!(all
+            .iter()
+            .all(|m| !measured_text(&m.message).contains("zebracorn42")));
+    }
+    assert!(s
+        .search_messages(T, "zebracorn42", 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(s
+        .search_messages(T, "password", 10)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let mut copy_msgs: Vec<Message> = msgs[..10].to_vec();
+    copy_msgs[4] = Message::text(Role::User, REDACTED_TEXT);
+    copy_msgs.extend(more.iter().cloned());
+    let copy = new_conv(s, None).await;
+    s.append(T, &copy, complete(&copy_msgs)).await.unwrap();
+    for p in &ps {
+        let (_, wb) = s.conversation_window(T, &b.id, p).await.unwrap();
+        let (_, wc) = s.conversation_window(T, &copy, p).await.unwrap();
+        assert_eq!(view(&wb), view(&wc), "after redaction under {p:?}");
+        check_window(s, T, &a, p, "parent after redaction").await;
+    }
+    // Again: the same outcome.
+    s.redact_message(T, &a, 5).await.unwrap();
+    assert_eq!(
+        measured_text(&all_messages(s, T, &a).await[4].message),
+        REDACTED_TEXT
+    );
+    s.compact().await.unwrap();
+}
+
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::common::sqlite().await;
+                    super::$name(&db.store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = crate::common::pg().await else { return };
+                    super::$name(&db.store).await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    fork_at_every_position,
+    forks_of_forks,
+    paging_across_fork_points,
+    delete_clear_update_rules,
+    fork_refusals_and_tenants,
+    fork_at_a_partial_reply,
+    update_settings,
+    redaction,
+);
+
+/// Whether `needle` occurs in the file at `path` (a missing file holds nothing).
+fn file_holds(path: &std::path::Path, needle: &[u8]) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+}
+
+/// After a redaction and `compact` (the documented checkpoint and vacuum), neither the SQLite
+/// file nor its WAL holds the text, in any case; before it, the file did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_file_forgets_redacted_text() {
+    let db = common::sqlite().await;
+    let s = &db.store;
+    let a = new_conv(s, None).await;
+    let secret = "Quokkasecret9731";
+    let mut rng = Rng::new(9);
+    let mut msgs = common::conversation(&mut rng, 40);
+    msgs[7] = Message::text(Role::User, format!("remember {secret} for me"));
+    msgs[8] = Message::text(Role::Assistant, "noted");
+    s.append(T, &a, complete(&msgs)).await.unwrap();
+    // Indexed for search, read into a stable window, forked.
+    assert_eq!(s.search_messages(T, secret, 5).await.unwrap().len(), 1);
+    let b = s
+        .fork_conversation(T, &a, 20, NewFork::default())
+        .await
+        .unwrap();
+    s.append(T, &b.id, complete(&msgs[..5])).await.unwrap();
+    s.compact().await.unwrap();
+    let wal = db.path.with_extension("db-wal");
+    let lower = secret.to_lowercase();
+    assert!(
+        file_holds(&db.path, secret.as_bytes()),
+        "the test must see the text first"
+    );
+
+    s.redact_message(T, &b.id, 8).await.unwrap();
+    s.compact().await.unwrap();
+    for (path, what) in [(&db.path, "file"), (&wal, "WAL")] {
+        assert!(
+            !file_holds(path, secret.as_bytes()),
+            "the {what} still holds the text"
+        );
+        assert!(
+            !file_holds(path, lower.as_bytes()),
+            "the {what} still holds its words"
+        );
+    }
+    assert!(s.search_messages(T, secret, 5).await.unwrap().is_empty());
+    // The store still works.
+    assert_eq!(all_messages(s, T, &b.id).await.len(), 25);
+    check_window(s, T, &b.id, &Policy::default(), "after compact").await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two processes: one appends to a parent, the other to its fork, at the same time.
+// ---------------------------------------------------------------------------------------------
+
+const WORKER_URL: &str = "RECALL_FORK_WORKER_URL";
+const PER_PROCESS: usize = 120;
+
+/// Not a test of its own: the body of a child process (runs only when the parent test sets
+/// `RECALL_FORK_WORKER_URL`). Waits for `go <mine> <other> <fork point>`, then appends to
+/// `mine`, meeting the other process at its first message and halfway.
+#[test]
+fn fork_append_worker() {
+    let Ok(url) = std::env::var(WORKER_URL) else {
+        return;
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = recall_store::open(&url)
+            .await
+            .expect("worker opens the store");
+        println!("\nready");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).unwrap();
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let (mine, other, base) = (parts[1], parts[2], parts[3].parse::<i64>().unwrap());
+        let mut last = 0;
+        for i in 0..PER_PROCESS {
+            let m = Message::text(Role::User, format!("{mine} message {i}"));
+            let r = store
+                .append(T, mine, vec![NewMessage::complete(m)])
+                .await
+                .unwrap();
+            assert!(r[0].seq > last, "{r:?} after {last}");
+            last = r[0].seq;
+            if i == 0 || i == PER_PROCESS / 2 {
+                let start = std::time::Instant::now();
+                loop {
+                    let theirs = store.get_conversation(T, other).await.unwrap().last_seq;
+                    if theirs > base + i as i64 {
+                        break;
+                    }
+                    assert!(
+                        start.elapsed() < std::time::Duration::from_secs(60),
+                        "never met"
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+            }
+        }
+        println!("done");
+    });
+}
+
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Worker {
+    fn spawn(url: &str) -> Worker {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "fork_append_worker",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(WORKER_URL, url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn worker");
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Worker {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn expect_line(&mut self, want: &str) {
+        for line in self.lines.by_ref() {
+            if line.expect("worker stdout").trim_end() == want {
+                return;
+            }
+        }
+        let status = self.child.wait().unwrap();
+        panic!("worker exited ({status}) before saying {want:?}");
+    }
+}
+
+fn parent_and_fork_in_two_processes(url: &str) {
+    let mut workers = [Worker::spawn(url), Worker::spawn(url)];
+    for w in &mut workers {
+        w.expect_line("ready");
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let store = rt.block_on(recall_store::open(url)).unwrap();
+    let s = store.as_ref();
+    let mut rng = Rng::new(1);
+    let base_msgs = common::conversation(&mut rng, 30);
+    let (parent, fork) = rt.block_on(async {
+        let parent = new_conv(s, None).await;
+        s.append(T, &parent, complete(&base_msgs)).await.unwrap();
+        let fork = s
+            .fork_conversation(T, &parent, 30, NewFork::default())
+            .await
+            .unwrap();
+        (parent, fork.id)
+    });
+    for (w, (mine, other)) in workers.iter_mut().zip([(&parent, &fork), (&fork, &parent)]) {
+        writeln!(w.stdin, "go {mine} {other} 30").unwrap();
+        w.stdin.flush().unwrap();
+    }
+    for w in &mut workers {
+        w.expect_line("done");
+        assert!(w.child.wait().unwrap().success());
+    }
+    rt.block_on(async {
+        for (id, other) in [(&parent, &fork), (&fork, &parent)] {
+            let all = all_messages(s, T, id).await;
+            let n = 30 + PER_PROCESS;
+            assert_eq!(
+                all.iter().map(|m| m.seq).collect::<Vec<_>>(),
+                (1..=n as i64).collect::<Vec<_>>()
+            );
+            for (i, m) in all[30..].iter().enumerate() {
+                assert_eq!(measured_text(&m.message), format!("{id} message {i}"));
+            }
+            assert!(all
+                .iter()
+                .all(|m| !measured_text(&m.message).starts_with(other.as_str())));
+            let p = Policy {
+                max_tokens: Some(300),
+                ..Policy::default()
+            };
+            check_window(s, T, id, &p, "two processes").await;
+        }
+    });
+}
+
+#[test]
+fn sqlite_parent_and_fork_in_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    parent_and_fork_in_two_processes(path.to_str().unwrap());
+}
+
+#[test]
+fn postgres_parent_and_fork_in_two_processes() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(db) = rt.block_on(common::pg_database()) else {
+        return;
+    };
+    parent_and_fork_in_two_processes(&db.url);
+    drop(db);
+}
