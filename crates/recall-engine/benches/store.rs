@@ -13,6 +13,11 @@
 //!   into a new conversation (parsing, measuring on every core, one transaction).
 //! - `context_sqlite/statement`, `context_pg/statement`: one `SELECT 1` through the store's
 //!   pool, the cost of a round trip that every statement above pays.
+//! - `context_recall_sqlite/<n>` (n = 10,000 and 100,000): the `context_sqlite` build with
+//!   `recall_tokens = 1000` (issue 21; lexical: FTS5 `bm25()` over the messages older than the
+//!   window, OR over the newest user message's content words, then the hits' neighbours). The
+//!   workload's vocabulary is small, so nearly every older message matches: the worst case
+//!   for the ranking. The first build catches the search index up (outside the timed loop).
 //! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_TEST_PG_URL`, default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`; a database of its own is created and
 //!   dropped). Skipped with a notice when the server cannot be reached.
@@ -176,6 +181,7 @@ fn expected_prompt(n: usize) -> String {
             kept: &sel.kept,
             current: None,
             escape: true,
+            recalled: None,
         },
     ) {
         Prompt::Text(t) => t,
@@ -233,6 +239,43 @@ fn context_sqlite(c: &mut Criterion) {
                 b.iter(|| rt.block_on(engine.store().ping()).expect("ping"))
             });
         }
+    }
+    g.finish();
+}
+
+/// `request()` with 1,000 of the 8,000 tokens reserved for recall.
+fn recall_request() -> ContextRequest {
+    let mut req = request();
+    req.overrides.recall_tokens = Some(recall_core::policy::Count::from(1_000));
+    req
+}
+
+fn context_recall_sqlite(c: &mut Criterion) {
+    let rt = runtime();
+    let req = recall_request();
+    let mut g = flat_group(c, "context_recall_sqlite");
+    for n in [10_000, 100_000] {
+        let (engine, id) = rt.block_on(sqlite_with(n));
+        let started = Instant::now();
+        let out = rt.block_on(engine.context(T, &id, &req)).expect("context");
+        let r = out.stats.recalled.clone().expect("recall stats");
+        assert!(r.complete && !r.messages.is_empty(), "sqlite {n}: {r:?}");
+        assert!(r.tokens <= 1_000);
+        eprintln!(
+            "sqlite {n} with recall: kept {} messages ({} tokens), recalled {} ({} tokens), \
+             first build (index catch-up) {:.1} s",
+            out.stats.included,
+            out.stats.tokens,
+            r.messages.len(),
+            r.tokens,
+            started.elapsed().as_secs_f64()
+        );
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
+                    .expect("context")
+            })
+        });
     }
     g.finish();
 }
@@ -319,7 +362,7 @@ fn import_sqlite(c: &mut Criterion) {
     };
     let report = import("check");
     assert_eq!(report.imported, N, "every message imported");
-    rt.block_on(engine.delete_conversation(T, &report.conversation_id))
+    rt.block_on(engine.delete_conversation(T, &report.conversation_id, false))
         .expect("delete");
 
     let mut g = c.benchmark_group("import_sqlite");
@@ -335,7 +378,7 @@ fn import_sqlite(c: &mut Criterion) {
                 let report = import("bench");
                 timed += started.elapsed();
                 // The database stays the same size from one import to the next.
-                rt.block_on(engine.delete_conversation(T, &report.conversation_id))
+                rt.block_on(engine.delete_conversation(T, &report.conversation_id, false))
                     .expect("delete");
             }
             timed
@@ -394,6 +437,6 @@ fn context_pg(c: &mut Criterion) {
 criterion_group! {
     name = store_benches;
     config = Criterion::default().nresamples(20_000);
-    targets = context_sqlite, append_sqlite, import_sqlite, context_pg
+    targets = context_sqlite, context_recall_sqlite, append_sqlite, import_sqlite, context_pg
 }
 criterion_main!(store_benches);

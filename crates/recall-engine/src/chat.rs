@@ -57,6 +57,8 @@ pub enum TurnEvent {
     ContextBuilt { stats: Stats },
     /// A backend event.
     Backend(BackendEvent),
+    /// A retry or an edit made a fork: the turn runs on this conversation.
+    Forked { conversation_id: String },
 }
 
 /// How a turn ended. Backend failures are reported here, not as an `Err`: the user message
@@ -170,8 +172,26 @@ impl Engine {
             });
         }
         let user_seq = appended.seq;
+        self.vectors_behind(tenant, id);
         on_event(TurnEvent::UserStored { seq: user_seq });
+        self.reply_turn(tenant, id, backend, &turn, user_seq, cancel, &mut on_event)
+            .await
+    }
 
+    /// The second half of a chat turn: the history ends with the message to answer
+    /// (`user_seq`); builds the context, streams the reply and stores it (see
+    /// [`Engine::chat_turn`]). A retry runs it alone on a fork.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn reply_turn(
+        &self,
+        tenant: &str,
+        id: &str,
+        backend: &dyn Backend,
+        turn: &ChatTurn,
+        user_seq: i64,
+        cancel: CancellationToken,
+        on_event: &mut (dyn FnMut(TurnEvent) + Send),
+    ) -> Result<TurnOutcome, EngineError> {
         let prepared = self
             .chat_request(tenant, id, backend, &turn.overrides, None)
             .await?;
@@ -242,6 +262,7 @@ impl Engine {
                 .append(tenant, id, vec![NewMessage::complete(results)])
                 .await?;
         }
+        self.vectors_behind(tenant, id);
         Ok(TurnOutcome {
             user_seq,
             reply_seq: saver.seq,
@@ -255,7 +276,7 @@ impl Engine {
     }
 
     /// The user message of a turn, checked like any appended message (non-empty, size).
-    fn user_message(&self, turn: &ChatTurn) -> Result<Message, EngineError> {
+    pub(crate) fn user_message(&self, turn: &ChatTurn) -> Result<Message, EngineError> {
         if let Value::String(s) = &turn.content {
             if s.trim().is_empty() {
                 return Err(EngineError::Invalid(

@@ -18,7 +18,7 @@
 //! Stable windows (their start is persisted per budget) and policies with per-message caps
 //! (the store ignores budgets for them) are read as before and checked once rendered.
 
-use recall_core::context::{assemble, ContextOutput, ContextRequest, Gathered, Resolved};
+use recall_core::context::{prepare, ContextOutput, ContextRequest, Gathered, Resolved};
 use recall_core::policy::{Policy, TrimMode};
 use recall_core::render::Prompt;
 use recall_store::{Conversation, Window};
@@ -71,12 +71,14 @@ impl Engine {
             }
         };
         let Some(limit) = max_bytes else {
-            return build(&conv, window, req, resolved);
+            return self.build(tenant, id, &conv, window, req, resolved).await;
         };
         let cut_short = guarded(&resolved.policy, max_bytes) != resolved.policy
             && window.older > 0
             && window.messages.iter().map(|h| h.measure.chars).sum::<u64>() > limit as u64;
-        let out = build(&conv, window, req, resolved.clone())?;
+        let out = self
+            .build(tenant, id, &conv, window, req, resolved.clone())
+            .await?;
         let size = prompt_bytes(&out.prompt);
         if size > limit {
             return Err(EngineError::ContextTooLarge {
@@ -94,7 +96,7 @@ impl Engine {
             .store
             .context_window(tenant, id, &resolved.policy)
             .await?;
-        let out = build(&conv, window, req, resolved)?;
+        let out = self.build(tenant, id, &conv, window, req, resolved).await?;
         let size = prompt_bytes(&out.prompt);
         if size > limit {
             return Err(EngineError::ContextTooLarge {
@@ -120,34 +122,42 @@ fn guarded(policy: &Policy, max_bytes: Option<usize>) -> Policy {
     p
 }
 
-/// Selection and rendering over a window read from the store.
-fn build(
-    conv: &Conversation,
-    window: Window,
-    req: &ContextRequest,
-    resolved: Resolved,
-) -> Result<ContextOutput, EngineError> {
-    let mut system_parts: Vec<String> = conv
-        .system_prompt
-        .iter()
-        .filter(|s| !s.trim().is_empty())
-        .cloned()
-        .collect();
-    system_parts.extend(
-        window
-            .system_parts
-            .into_iter()
-            .filter(|s| !s.trim().is_empty()),
-    );
-    let gathered = Gathered {
-        system_parts,
-        history: window.messages,
-        older: window.older,
-        window_start: 0,
-        skipped: 0,
-        warnings: Vec::new(),
-    };
-    Ok(assemble(gathered, req, resolved)?)
+impl Engine {
+    /// Selection, recall (when the policy recalls) and rendering over a window read from the
+    /// store.
+    async fn build(
+        &self,
+        tenant: &str,
+        id: &str,
+        conv: &Conversation,
+        window: Window,
+        req: &ContextRequest,
+        resolved: Resolved,
+    ) -> Result<ContextOutput, EngineError> {
+        let mut system_parts: Vec<String> = conv
+            .system_prompt
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .cloned()
+            .collect();
+        system_parts.extend(
+            window
+                .system_parts
+                .into_iter()
+                .filter(|s| !s.trim().is_empty()),
+        );
+        let gathered = Gathered {
+            system_parts,
+            history: window.messages,
+            older: window.older,
+            window_start: 0,
+            skipped: 0,
+            warnings: Vec::new(),
+        };
+        let prepared = prepare(gathered, req, resolved)?;
+        let recalled = self.recall_for(tenant, id, &prepared).await?;
+        Ok(prepared.finish(recalled))
+    }
 }
 
 /// The size of a prompt as an answer carries it: a text prompt's bytes (before JSON

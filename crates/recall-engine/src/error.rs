@@ -53,6 +53,9 @@ pub enum EngineError {
     Context(#[from] ContextError),
     #[error(transparent)]
     Policy(#[from] InvalidPolicy),
+    /// The embedder failed (recall's semantic ranking or the vector catch-up).
+    #[error(transparent)]
+    Embed(#[from] recall_embed::EmbedError),
     /// The store failed (a [`StoreError::Conflict`] becomes [`EngineError::Conflict`]).
     #[error(transparent)]
     Store(StoreError),
@@ -88,6 +91,8 @@ impl EngineError {
                 | EngineError::Policy(_)
                 | EngineError::Conflict { .. }
                 | EngineError::AlreadySent { .. }
+                | EngineError::Store(StoreError::HasForks { .. })
+                | EngineError::Store(StoreError::PartialForkPoint { .. })
         )
     }
 
@@ -95,7 +100,10 @@ impl EngineError {
     pub fn is_conflict(&self) -> bool {
         matches!(
             self,
-            EngineError::Conflict { .. } | EngineError::AlreadySent { .. }
+            EngineError::Conflict { .. }
+                | EngineError::AlreadySent { .. }
+                | EngineError::Store(StoreError::HasForks { .. })
+                | EngineError::Store(StoreError::PartialForkPoint { .. })
         )
     }
 

@@ -14,11 +14,14 @@
 //! # Ok(()) }
 //! ```
 
+mod branch;
 mod chat;
 mod context_limit;
 mod error;
+mod recall;
 mod task;
 mod transfer;
+mod vectors;
 
 use std::sync::Arc;
 
@@ -28,13 +31,16 @@ use recall_core::parse::parse_message_value;
 use recall_store::{Appended, Conversation, NewConversation, NewMessage, Store};
 use serde_json::Value;
 
+pub use branch::{Alternative, Branched};
 pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_INTERVAL};
 pub use context_limit::prompt_bytes;
 pub use error::EngineError;
+pub use recall_embed as embed;
 pub use recall_llm as llm;
 pub use recall_store::{self as store, DEFAULT_TENANT};
 pub use task::{TaskReport, MAX_SEARCH_LIMIT};
 pub use transfer::{ImportReport, ImportTarget};
+pub use vectors::EMBED_BATCH;
 
 /// Size limits applied to everything that comes in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,12 +72,18 @@ pub struct AppendReport {
 pub struct Engine {
     store: Arc<dyn Store>,
     limits: Limits,
+    /// The embedder and its catch-up, when one is configured ([`Engine::with_embedder`]).
+    vectors: Option<vectors::Vectors>,
 }
 
 impl Engine {
     /// Wraps a store.
     pub fn new(store: Arc<dyn Store>, limits: Limits) -> Engine {
-        Engine { store, limits }
+        Engine {
+            store,
+            limits,
+            vectors: None,
+        }
     }
 
     /// Opens the database a URL names (see [`recall_store::open`]).
@@ -128,8 +140,15 @@ impl Engine {
         Ok(self.store.list_conversations(tenant, after, limit).await?)
     }
 
-    pub async fn delete_conversation(&self, tenant: &str, id: &str) -> Result<(), EngineError> {
-        Ok(self.store.delete_conversation(tenant, id).await?)
+    /// Deletes a conversation; one with forks only with `cascade` (which deletes them too).
+    /// Returns how many conversations were deleted.
+    pub async fn delete_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        cascade: bool,
+    ) -> Result<u64, EngineError> {
+        Ok(self.store.delete_conversation(tenant, id, cascade).await?)
     }
 
     pub async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, EngineError> {
@@ -217,6 +236,7 @@ impl Engine {
             .append(tenant, id, messages)
             .await
             .map_err(|e| error::at_request(e, |i| entries.get(i).copied().unwrap_or(i)))?;
+        self.vectors_behind(tenant, id);
         Ok(AppendReport {
             appended,
             warnings: conv.warnings,

@@ -131,7 +131,7 @@ impl Engine {
             Err(e) => {
                 if created {
                     // Leave nothing behind: the conversation was made for this import.
-                    let _ = self.store.delete_conversation(tenant, &id).await;
+                    let _ = self.store.delete_conversation(tenant, &id, false).await;
                 }
                 // The system prompt added first is no entry of the input.
                 return Err(crate::error::at_request(e, |i| {

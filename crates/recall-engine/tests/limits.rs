@@ -46,6 +46,7 @@ fn requests() -> Vec<ContextRequest> {
         overrides,
         current: None,
         escape: true,
+        query: None,
     };
     vec![
         with(Format::Transcript, PolicyOverrides::default()),

@@ -1,0 +1,14 @@
+//! The long-conversation memory benchmark's data (`benches/memory.rs`): a deterministic
+//! generator of long two-person conversations with planted facts and questions about them.
+//!
+//! - `convo`: the conversation's shape (sessions, dates, turns), the placement of facts, their
+//!   distractors and the filler, and the questions with the turns that hold their evidence;
+//! - `facts`: the kinds of facts, each with its wording, later updates, distractors and the
+//!   question that asks for it (one category per kind);
+//! - `linked`: the kinds whose answer spans statements, changes, or hangs on a date;
+//! - `chatter`: small talk and help requests that fill the sessions between the facts.
+
+pub mod chatter;
+pub mod convo;
+pub mod facts;
+pub mod linked;

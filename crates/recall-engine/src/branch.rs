@@ -1,0 +1,265 @@
+//! Branching a conversation: forks (the store's, O(1)), retry and edit on top of them (a fork
+//! before the message and a chat turn on the fork; the old path stays), the alternatives of a
+//! message (the other paths at the same point), redaction and changing a conversation's
+//! settings.
+
+use recall_core::message::Role;
+use recall_llm::Backend;
+use recall_store::{Conversation, ConversationUpdate, NewFork, StoreError, StoredMessage};
+use tokio_util::sync::CancellationToken;
+
+use crate::chat::{ChatTurn, TurnEvent, TurnOutcome};
+use crate::{Engine, EngineError};
+
+/// A retry or an edit: the fork it made and the turn that ran on it.
+#[derive(Debug, Clone)]
+pub struct Branched {
+    pub conversation: Conversation,
+    pub outcome: TurnOutcome,
+}
+
+/// One alternative of a message: the message at that seq on one path through the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alternative {
+    /// The conversation to read (or continue) to follow this path.
+    pub conversation_id: String,
+    pub message: StoredMessage,
+    /// Whether this is the path of the conversation asked about.
+    pub current: bool,
+}
+
+/// A conversation of a history's chain as the alternatives see it: its own messages come
+/// after `after`, and it is read up to `upto`.
+struct Link {
+    conv: Conversation,
+    after: i64,
+    upto: i64,
+}
+
+impl Engine {
+    /// Forks conversation `id` at seq `at` (0 to its last seq): a new conversation whose
+    /// history is this one's up to `at`, then its own. O(1): nothing is copied.
+    pub async fn fork_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        at: i64,
+        title: Option<String>,
+    ) -> Result<Conversation, EngineError> {
+        Ok(self
+            .store
+            .fork_conversation(tenant, id, at, NewFork { title })
+            .await?)
+    }
+
+    /// The direct forks of a conversation.
+    pub async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, EngineError> {
+        Ok(self.store.forks(tenant, id).await?)
+    }
+
+    /// Redacts message `seq` (see `Store::redact_message`).
+    pub async fn redact_message(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+    ) -> Result<(), EngineError> {
+        Ok(self.store.redact_message(tenant, id, seq).await?)
+    }
+
+    /// Overwrites removed data in the database files (see `Store::compact`).
+    pub async fn compact(&self) -> Result<(), EngineError> {
+        Ok(self.store.compact().await?)
+    }
+
+    /// Changes a conversation's settings; a new default policy must be valid.
+    pub async fn update_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        update: ConversationUpdate,
+    ) -> Result<Conversation, EngineError> {
+        if let Some(Some(p)) = &update.policy {
+            p.validate()
+                .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
+        }
+        Ok(self.store.update_conversation(tenant, id, update).await?)
+    }
+
+    /// Message `seq` of conversation `id`'s history.
+    async fn message_at(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+    ) -> Result<StoredMessage, EngineError> {
+        let page = if seq >= 1 {
+            self.store.messages(tenant, id, seq - 1, 1).await?
+        } else {
+            self.get_conversation(tenant, id).await?;
+            Vec::new()
+        };
+        page.into_iter()
+            .next()
+            .filter(|m| m.seq == seq)
+            .ok_or_else(|| {
+                EngineError::Store(StoreError::MessageNotFound {
+                    conversation: id.to_string(),
+                    seq,
+                })
+            })
+    }
+
+    /// Regenerates the reply at `seq`: forks the conversation before it and runs the reply
+    /// half of a chat turn on the fork (the history there ends with the message the old reply
+    /// answered). The old reply stays, an alternative of the new one. `turn`'s content is
+    /// not used; its model, output limit and context limits are.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn retry_turn(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+        backend: &dyn Backend,
+        turn: ChatTurn,
+        cancel: CancellationToken,
+        mut on_event: impl FnMut(TurnEvent) + Send,
+    ) -> Result<Branched, EngineError> {
+        let m = self.message_at(tenant, id, seq).await?;
+        if m.message.role != Role::Assistant {
+            return Err(EngineError::Invalid(format!(
+                "message {seq} is a {} message: retry regenerates a reply (an assistant \
+                 message); to change what was sent, edit it",
+                m.message.role.as_str()
+            )));
+        }
+        let fork = self.fork_conversation(tenant, id, seq - 1, None).await?;
+        on_event(TurnEvent::Forked {
+            conversation_id: fork.id.clone(),
+        });
+        let outcome = self
+            .reply_turn(
+                tenant,
+                &fork.id,
+                backend,
+                &turn,
+                seq - 1,
+                cancel,
+                &mut on_event,
+            )
+            .await?;
+        let conversation = self.get_conversation(tenant, &fork.id).await?;
+        Ok(Branched {
+            conversation,
+            outcome,
+        })
+    }
+
+    /// Edits the user message at `seq`: forks the conversation before it and runs a chat turn
+    /// with `turn` (the new message) on the fork. The old message and what followed it stay,
+    /// an alternative of the new one.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn edit_turn(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+        backend: &dyn Backend,
+        turn: ChatTurn,
+        cancel: CancellationToken,
+        mut on_event: impl FnMut(TurnEvent) + Send,
+    ) -> Result<Branched, EngineError> {
+        let m = self.message_at(tenant, id, seq).await?;
+        if m.message.role != Role::User || !m.message.has_text() {
+            return Err(EngineError::Invalid(format!(
+                "message {seq} is not a user message with text: edit changes what the user \
+                 sent; to regenerate a reply, retry it"
+            )));
+        }
+        // Checked before the fork, so a bad message leaves no fork behind.
+        self.user_message(&turn)?;
+        let fork = self.fork_conversation(tenant, id, seq - 1, None).await?;
+        on_event(TurnEvent::Forked {
+            conversation_id: fork.id.clone(),
+        });
+        let outcome = self
+            .chat_turn(tenant, &fork.id, backend, turn, cancel, on_event)
+            .await?;
+        let conversation = self.get_conversation(tenant, &fork.id).await?;
+        Ok(Branched {
+            conversation,
+            outcome,
+        })
+    }
+
+    /// The history's chain, newest first: the conversation, then the ones it reads from.
+    async fn links(&self, tenant: &str, id: &str) -> Result<Vec<Link>, EngineError> {
+        let mut out: Vec<Link> = Vec::new();
+        let mut next = Some((id.to_string(), i64::MAX));
+        while let Some((cid, upto)) = next.take() {
+            let conv = self.get_conversation(tenant, &cid).await?;
+            next = conv
+                .forked_from
+                .as_ref()
+                .map(|f| (f.conversation_id.clone(), f.seq));
+            let after = conv.forked_from.as_ref().map_or(0, |f| f.seq);
+            out.push(Link {
+                upto: upto.min(conv.last_seq),
+                after,
+                conv,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The alternatives of message `seq` of conversation `id`: the message at `seq` on every
+    /// path that shares the history before it — the conversation holding the message before
+    /// it, and each of its forks made right before `seq` (retries and edits) — oldest path
+    /// first. The one `id` reads is marked `current`; to switch, read or continue another's
+    /// conversation.
+    pub async fn alternatives(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+    ) -> Result<Vec<Alternative>, EngineError> {
+        let here = self.message_at(tenant, id, seq).await?;
+        let links = self.links(tenant, id).await?;
+        let at = seq - 1;
+        // Where forks at `at` are made (the store's rule: the newest conversation of the
+        // chain holding messages up to it, else the root).
+        let Some(base) = links.iter().find(|l| l.after < at).or(links.last()) else {
+            return Ok(Vec::new());
+        };
+        // The conversation of the chain whose own message `seq` is.
+        let reads = links
+            .iter()
+            .find(|l| l.after < seq && seq <= l.upto)
+            .map(|l| l.conv.id.clone());
+        let mut out = Vec::new();
+        let mut paths: Vec<Conversation> = Vec::new();
+        if base.after < seq && seq <= base.conv.last_seq {
+            paths.push(base.conv.clone());
+        }
+        for f in self.forks(tenant, &base.conv.id).await? {
+            let fork_seq = f.forked_from.as_ref().map_or(-1, |p| p.seq);
+            if fork_seq == at && f.last_seq >= seq {
+                paths.push(f);
+            }
+        }
+        for p in paths {
+            let current = reads.as_deref() == Some(p.id.as_str());
+            let message = if current {
+                here.clone()
+            } else {
+                self.message_at(tenant, &p.id, seq).await?
+            };
+            out.push(Alternative {
+                conversation_id: p.id,
+                message,
+                current,
+            });
+        }
+        Ok(out)
+    }
+}
