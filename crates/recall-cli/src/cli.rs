@@ -100,7 +100,9 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         recall context 0193…\n  \
         recall context 0193… --format anthropic --max-tokens 8000 --stats\n  \
-        recall context 0193… --format xml --current 'What did we decide?'")]
+        recall context 0193… --format xml --current 'What did we decide?'\n  \
+        recall context 0193… --max-tokens 4000 --recall-tokens 1000 --stats\n  \
+        recall context 0193… --recall-tokens 1000 --query 'Ana Lisbon' --recall-scope tenant")]
     Context(ContextArgs),
     /// Import a conversation (JSON Lines, JSON array or {"system","messages"}; Anthropic or
     /// OpenAI shaped) into a new or an existing conversation.
@@ -112,6 +114,25 @@ pub enum Command {
     /// Chat with a model; every turn is stored and the history goes with each request.
     #[command(after_help = CHAT_HELP)]
     Chat(ChatArgs),
+    /// Fork a conversation at a message: a new conversation with its history up to SEQ,
+    /// which continues on its own (nothing is copied; the original is unchanged).
+    #[command(after_help = "Examples:\n  \
+        recall fork 0193… --at 12\n  \
+        recall fork 0193… --at 12 --title 'try another approach' --json")]
+    Fork(ForkArgs),
+    /// Redact a message: its content and metadata are removed from the store, search and
+    /// contexts (it reads as [redacted]); its seq stays. A SQLite file is then compacted so
+    /// its bytes no longer hold the text.
+    #[command(after_help = "Examples:\n  \
+        recall redact 0193… 7\n  \
+        recall redact 0193… 7 --no-compact")]
+    Redact(RedactArgs),
+    /// List the alternatives of a message: the same point on other paths (retries, edits,
+    /// forks made just before it); `*` marks the conversation's own.
+    #[command(after_help = "Examples:\n  \
+        recall alternatives 0193… 6\n  \
+        recall alternatives 0193… 6 --json")]
+    Alternatives(AlternativesArgs),
     /// Export a conversation as JSON Lines that `recall import` reads back.
     #[command(after_help = "Examples:\n  \
         recall export 0193… > chat.jsonl\n  \
@@ -119,7 +140,7 @@ pub enum Command {
     Export(ExportArgs),
     /// Serve recall's MCP tools over stdio (for Claude Code, Claude Desktop and other MCP
     /// clients): create_task, get_task, get_context, append_message, list_conversations,
-    /// create_conversation, clear_conversation, search_history.
+    /// create_conversation, clear_conversation, search_history, fork_conversation, retry_turn.
     #[command(after_help = "Examples:\n  \
         recall mcp\n  \
         recall mcp --db /tmp/recall.db --tenant team-a\n  \
@@ -263,9 +284,107 @@ pub enum ConversationsCommand {
     /// Remove a conversation's messages, keeping the conversation.
     #[command(after_help = "Example:\n  recall conversations clear 0193…")]
     Clear(IdArgs),
-    /// Delete a conversation and its messages.
-    #[command(after_help = "Example:\n  recall conversations delete 0193…")]
-    Delete(IdArgs),
+    /// Delete a conversation and its messages (one with forks only with --cascade).
+    #[command(after_help = "Examples:\n  recall conversations delete 0193…\n  \
+        recall conversations delete 0193… --cascade")]
+    Delete(DeleteArgs),
+    /// Change a conversation's title, system prompt, metadata or default policy (a policy
+    /// change resets its stable windows).
+    #[command(after_help = "Examples:\n  \
+        recall conversations update 0193… --title 'Support (closed)'\n  \
+        recall conversations update 0193… --system 'You are terse.' --policy '{\"format\":\"xml\"}'\n  \
+        recall conversations update 0193… --no-title --no-policy")]
+    Update(UpdateArgs),
+    /// List the forks of a conversation (retries, edits and `recall fork`).
+    #[command(after_help = "Example:\n  recall conversations forks 0193…")]
+    Forks(IdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    pub id: String,
+    /// Also delete the conversation's forks (and theirs); without it, a conversation with
+    /// forks is refused.
+    #[arg(long)]
+    pub cascade: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    pub id: String,
+    /// New title.
+    #[arg(long, conflicts_with = "no_title")]
+    pub title: Option<String>,
+    /// Remove the title.
+    #[arg(long)]
+    pub no_title: bool,
+    /// New system prompt.
+    #[arg(long, value_name = "TEXT", conflicts_with = "no_system")]
+    pub system: Option<String>,
+    /// Remove the system prompt.
+    #[arg(long)]
+    pub no_system: bool,
+    /// New metadata: a JSON object (replaces the old one).
+    #[arg(long, value_name = "JSON")]
+    pub metadata: Option<String>,
+    /// New default context policy as JSON: an optional "format" and limits.
+    #[arg(long, value_name = "JSON", conflicts_with = "no_policy")]
+    pub policy: Option<String>,
+    /// Remove the default policy.
+    #[arg(long)]
+    pub no_policy: bool,
+    /// Print the whole conversation as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The conversation to fork.
+    pub id: String,
+    /// The last message the fork keeps (0 keeps none): its history is the conversation's
+    /// messages 1..=SEQ, then its own.
+    #[arg(long, value_name = "SEQ")]
+    pub at: i64,
+    /// Title of the fork [default: the conversation's].
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Print the whole fork as JSON instead of its id.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RedactArgs {
+    /// The conversation.
+    pub id: String,
+    /// The message to redact.
+    pub seq: i64,
+    /// Skip the compaction (checkpoint and vacuum) that removes the text from a SQLite
+    /// file's bytes; the text still leaves the conversation and search at once.
+    #[arg(long)]
+    pub no_compact: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AlternativesArgs {
+    /// The conversation.
+    pub id: String,
+    /// The message whose alternatives to list.
+    pub seq: i64,
+    /// JSON Lines output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -357,6 +476,10 @@ pub struct ContextArgs {
     /// message appended (not stored).
     #[arg(long, value_name = "TEXT")]
     pub current: Option<String>,
+    /// What recall looks for (with --recall-tokens) instead of the newest user message's
+    /// text; not stored.
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
     #[command(flatten)]
     pub limits: PolicyOverrides,
     /// Print the selection stats as the last stderr line (`stats: {json}`).
@@ -511,6 +634,7 @@ Examples:
   recall chat --backend claude-cli --conversation 0193…
   recall chat --backend openai --model llama3 --max-tokens 8000
   bash scripts/models.sh start && echo 'Hello!' | recall chat --backend local
+  recall chat --conversation 0193… --max-tokens 4000 --recall-tokens 1000
   echo 'What did we decide about the cache?' | recall chat --conversation 0193…";
 
 const RENDER_EXAMPLES: &str = "\
@@ -532,7 +656,8 @@ Examples:
   recall render --input examples/conversation.json
   recall render --format xml --current 'And in Python?' < chat.jsonl
   recall render --format anthropic --max-tokens 8000 --stats --input chat.json
-  recall render --format task --strict --input history.json";
+  recall render --format task --strict --input history.json
+  recall render --format anthropic --max-tokens 4000 --recall-tokens 1000 --input chat.json";
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
@@ -546,6 +671,10 @@ pub struct RenderArgs {
     /// message appended to the conversation.
     #[arg(long, value_name = "TEXT")]
     pub current: Option<String>,
+    /// What recall looks for (with --recall-tokens) instead of the newest user message's
+    /// text; not stored.
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
     #[command(flatten)]
     pub limits: PolicyOverrides,
     /// Print the selection stats as the last stderr line (`stats: {json}`).

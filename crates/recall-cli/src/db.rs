@@ -50,9 +50,30 @@ pub async fn open_with(
     durability: Durability,
 ) -> anyhow::Result<Engine> {
     let url = resolve(db)?;
-    Engine::open_with(&url, limits, SqliteOptions { durability })
+    let engine = Engine::open_with(&url, limits, SqliteOptions { durability })
         .await
-        .with_context(|| format!("cannot open the database {}", redact(&url)))
+        .with_context(|| format!("cannot open the database {}", redact(&url)))?;
+    Ok(match embedder().await? {
+        Some(e) => engine.with_embedder(e),
+        None => engine,
+    })
+}
+
+/// The embedder recall's semantic ranking uses, when the environment names one
+/// (`RECALL_EMBED_URL` or `RECALL_EMBED_MODEL`; see `recall embed --help`). Nothing set: none,
+/// and recall is lexical.
+pub async fn embedder() -> anyhow::Result<Option<std::sync::Arc<dyn recall_engine::embed::Embedder>>>
+{
+    let set = |n: &str| std::env::var_os(n).is_some_and(|v| !v.is_empty());
+    if !set("RECALL_EMBED_URL") && !set("RECALL_EMBED_MODEL") {
+        return Ok(None);
+    }
+    let e = recall_engine::embed::EmbedSettings::from_env()
+        .map_err(|e| crate::exit::bad_input(e.to_string()))?
+        .connect()
+        .await
+        .context("cannot load the embedder (RECALL_EMBED_URL / RECALL_EMBED_MODEL)")?;
+    Ok(Some(std::sync::Arc::from(e)))
 }
 
 /// A database URL without its password, for messages.

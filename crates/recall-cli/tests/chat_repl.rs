@@ -20,7 +20,10 @@ struct Tmux {
 
 impl Tmux {
     fn start(script: &Path) -> Tmux {
-        let socket = format!("recall-test-{}", std::process::id());
+        // One tmux server per test: the tests of this file run at once.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("recall-test-{}-{n}", std::process::id());
         let t = Tmux { socket };
         let ok = t
             .cmd(&["new-session", "-d", "-s", "chat", "-x", "160", "-y", "60"])
@@ -234,4 +237,156 @@ async fn the_repl_streams_clears_previews_trims_and_rejects_empty_input() {
     // The input history was saved.
     let hist = std::fs::read_to_string(dir.path().join("hist")).expect("history file");
     assert!(hist.contains("Hello there"), "{hist}");
+}
+
+/// `/retry` and `/edit` in the REPL: each reply lands on a new fork the session continues on,
+/// and the earlier reply is still listed as an alternative of the same point.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repl_retries_and_edits_on_forks() {
+    if Std::new("tmux").arg("-V").output().is_err() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tmux is required in CI (scripts/setup.sh installs it)"
+        );
+        eprintln!("NOTICE: skipping the REPL test: no tmux");
+        return;
+    }
+    let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = FakeServer::start(Arc::new({
+        let n = n.clone();
+        move |req, _| {
+            if req.json()["stream"] != json!(true) {
+                return Reply::json(404, json!({}));
+            }
+            let k = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            Reply::sse(vec![
+                anthropic::message_start("msg_1", 10),
+                anthropic::block_start(0, json!({"type":"text","text":""})),
+                anthropic::text_delta(0, &format!("Reply number {k}.")),
+                anthropic::block_stop(0),
+                anthropic::message_delta("end_turn", 4),
+                anthropic::message_stop(),
+            ])
+        }
+    }))
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("repl.db").display().to_string();
+    let first = {
+        let out = Std::new(cargo_bin("recall"))
+            .env("RECALL_DB", &db)
+            .args(["conversations", "new"])
+            .output()
+            .expect("new");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let script = dir.path().join("run.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexport RECALL_DB='{db}' HOME='{home}' ANTHROPIC_API_KEY=k \
+             ANTHROPIC_BASE_URL='{url}'\nexec '{bin}' chat --conversation {first} \
+             --history-file '{home}/hist'\n",
+            home = dir.path().display(),
+            url = server.base_url(),
+            bin = cargo_bin("recall").display(),
+        ),
+    )
+    .expect("script");
+    Std::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .expect("chmod");
+
+    let tmux = tokio::task::block_in_place(|| Tmux::start(&script));
+    let t = &tmux;
+    let long = Duration::from_secs(30);
+    let fork_line = |s: &str, k: usize| -> String {
+        let line = s
+            .lines()
+            .filter(|l| l.contains("(now on fork "))
+            .nth(k)
+            .unwrap_or_else(|| panic!("no fork line {k}:\n{s}"));
+        line.split("(now on fork ")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .expect("fork id")
+            .to_string()
+    };
+    let (retried, edited) = tokio::task::block_in_place(|| {
+        t.wait("the banner", long, |s| s.contains("backend anthropic"));
+        t.send("What is two plus two?");
+        t.wait("the first reply", long, |s| s.contains("Reply number 1."));
+        t.send("/retry");
+        let s = t.wait("the retried reply", long, |s| {
+            s.contains("Reply number 2.") && s.contains("(now on fork ")
+        });
+        let retried = fork_line(&s, 0);
+        t.send("/edit What is three plus three?");
+        let s = t.wait("the edited reply", long, |s| {
+            s.contains("Reply number 3.") && s.matches("(now on fork ").count() == 2
+        });
+        let edited = fork_line(&s, 1);
+        t.send("/exit");
+        (retried, edited)
+    });
+    // The original keeps its reply; the retry's fork holds the new one after the same question.
+    let msgs = |id: &str| -> Vec<(String, String)> {
+        let out = Std::new(cargo_bin("recall"))
+            .env("RECALL_DB", &db)
+            .args(["export", id])
+            .output()
+            .expect("export");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let m: Value = serde_json::from_str(l).expect("json line");
+                (
+                    m["role"].as_str().unwrap_or("").to_string(),
+                    m["content"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let pair = |u: &str, a: &str| {
+        vec![
+            ("user".to_string(), u.to_string()),
+            ("assistant".to_string(), a.to_string()),
+        ]
+    };
+    assert_eq!(
+        msgs(&first),
+        pair("What is two plus two?", "Reply number 1.")
+    );
+    assert_eq!(
+        msgs(&retried),
+        pair("What is two plus two?", "Reply number 2.")
+    );
+    assert_eq!(
+        msgs(&edited),
+        pair("What is three plus three?", "Reply number 3.")
+    );
+    // The reply at seq 2 of the retry's fork has the original's reply as its alternative.
+    let out = Std::new(cargo_bin("recall"))
+        .env("RECALL_DB", &db)
+        .args(["alternatives", &retried, "2", "--json"])
+        .output()
+        .expect("alternatives");
+    assert!(out.status.success(), "{out:?}");
+    let alts: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    let ids: Vec<&str> = alts
+        .iter()
+        .filter_map(|a| a["conversation_id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&first.as_str()) && ids.contains(&retried.as_str()),
+        "{alts:?}"
+    );
+    assert_eq!(server.requests().len(), 3);
 }

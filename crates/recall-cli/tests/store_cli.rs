@@ -592,6 +592,81 @@ fn durability_flag_and_env_are_taken_and_checked() {
         .code(2);
 }
 
+/// `recall context --recall-tokens N [--query TEXT]` and `recall render` with the same flags
+/// recall the same early message; a recall share that leaves the window nothing is exit 2.
+#[test]
+fn context_and_render_recall_the_same_message() {
+    let db = db();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("chat.json");
+    let mut msgs = vec![
+        json!({"role": "user", "content": "The wifi password is tangerine-42."}),
+        json!({"role": "assistant", "content": "Saved: tangerine-42."}),
+    ];
+    for i in 0..40 {
+        msgs.push(
+            json!({"role": "user", "content": format!("Filler question {i} about gardening.")}),
+        );
+        msgs.push(
+            json!({"role": "assistant", "content": format!("Filler answer {i} about soil.")}),
+        );
+    }
+    msgs.push(json!({"role": "user", "content": "Remind me of the wifi password?"}));
+    std::fs::write(&input, Value::Array(msgs).to_string()).expect("write");
+    let id = stdout_of(recall(&db).args(["import", input.to_str().unwrap()]));
+    let id = id
+        .split_whitespace()
+        .find(|w| w.len() == 36)
+        .expect("an id")
+        .to_string();
+    let flags = ["--max-tokens", "300", "--recall-tokens", "100", "--stats"];
+    let out = recall(&db)
+        .args(["context", &id])
+        .args(flags)
+        .assert()
+        .success();
+    let o = out.get_output();
+    let prompt = String::from_utf8(o.stdout.clone()).unwrap();
+    let stderr = String::from_utf8(o.stderr.clone()).unwrap();
+    assert!(prompt.contains("<recalled_messages>"), "{prompt}");
+    assert!(
+        prompt.contains("  The wifi password is tangerine-42."),
+        "{prompt}"
+    );
+    assert!(stderr.contains("\"recalled\":{\"budget\":100"), "{stderr}");
+    let rendered = stdout_of(
+        recall(&db)
+            .args(["render", "--input", input.to_str().unwrap()])
+            .args(flags),
+    );
+    assert!(
+        rendered.contains("  The wifi password is tangerine-42."),
+        "{rendered}"
+    );
+    // An explicit query that matches nothing recalls nothing.
+    let none = stdout_of(
+        recall(&db)
+            .args(["context", &id])
+            .args(flags)
+            .args(["--query", "zzz"]),
+    );
+    assert!(!none.contains("<recalled_messages>"), "{none}");
+    recall(&db)
+        .args([
+            "context",
+            &id,
+            "--max-tokens",
+            "100",
+            "--recall-tokens",
+            "100",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "recall_tokens (100) must be less than max_tokens (100)",
+        ));
+}
+
 /// `append` errors say what to do: an unknown role lists the valid ones (clap), a bad role in
 /// `--json` speaks of "the message" (no `messages[0]`, no strict mode), and a missing
 /// `--role` shows the two ways to call it, not a required `--db` (RECALL_DB is set here).

@@ -8,6 +8,8 @@
 //! | `append_message` | append one message to a conversation |
 //! | `list_conversations`, `create_conversation`, `clear_conversation` | manage conversations |
 //! | `search_history` | full-text search over the tenant's messages |
+//! | `fork_conversation` | fork a conversation at a message (O(1), nothing copied) |
+//! | `retry_turn` | regenerate a reply on a fork made before it (needs a chat backend) |
 //!
 //! [`RecallMcp`] is an rmcp `ServerHandler`; [`serve_stdio`] runs it on stdin/stdout (what
 //! `recall mcp` does). [`streamable_http::McpHttp`] serves the same handler over streamable HTTP,
@@ -19,15 +21,16 @@
 //! request is a JSON-RPC error.
 
 pub mod streamable_http;
+pub mod tasks;
 pub mod tools;
 
 use std::sync::{Arc, OnceLock};
 
 use recall_core::context::ContextRequest;
 use recall_core::render::Prompt;
-use recall_core::task::TaskInput;
+use recall_engine::llm::Backend;
 use recall_engine::store::NewConversation;
-use recall_engine::{Engine, EngineError, TaskReport};
+use recall_engine::{ChatTurn, Engine, EngineError};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -40,6 +43,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use tools::*;
 
@@ -61,6 +65,8 @@ pub struct RecallMcp {
     engine: Engine,
     tenant: Arc<str>,
     tools: Arc<[Tool]>,
+    /// The chat backend `retry_turn` uses; without one that tool answers an error.
+    backend: Option<Arc<dyn Backend>>,
 }
 
 /// Why the server could not run.
@@ -84,7 +90,14 @@ impl RecallMcp {
             engine,
             tenant: Arc::from(tenant.into()),
             tools: cached_tools().map_err(ServeError::Schema)?,
+            backend: None,
         })
+    }
+
+    /// The server with a chat backend for `retry_turn`.
+    pub fn with_backend(mut self, backend: Option<Arc<dyn Backend>>) -> RecallMcp {
+        self.backend = backend;
+        self
     }
 
     /// The tenant every tool acts for.
@@ -114,6 +127,8 @@ impl RecallMcp {
             "create_conversation" => self.run(name, args, Self::create_conversation).await,
             "clear_conversation" => self.run(name, args, Self::clear_conversation).await,
             "search_history" => self.run(name, args, Self::search_history).await,
+            "fork_conversation" => self.run(name, args, Self::fork_conversation).await,
+            "retry_turn" => self.run(name, args, Self::retry_turn).await,
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool '{other}'"),
                 None,
@@ -150,30 +165,11 @@ impl RecallMcp {
     }
 
     async fn create_task(&self, a: CreateTaskArgs) -> Result<TaskCreated, EngineError> {
-        let input = TaskInput {
-            description: a.description,
-            priority: a.priority.into(),
-            background_context: a.background_context,
-            expected_deliverables: a.expected_deliverables,
-            success_criteria: a.success_criteria,
-            constraints: a.constraints,
-            relevant_files: a.relevant_files,
-            conversation_history: a.conversation_history,
-        };
-        let r = self.engine.create_task(&self.tenant, input).await?;
-        Ok(TaskCreated {
-            task_id: r.stored.id.clone(),
-            priority: r.stored.task.priority.into(),
-            has_enhanced_context: r.stored.task.has_enhanced_context(),
-            conversation_messages_count: r.conversation_messages_count(),
-            validation_warnings: r.stored.task.validation_warnings.clone(),
-            prompt: r.brief,
-        })
+        tasks::create_task(&self.engine, &self.tenant, a).await
     }
 
     async fn get_task(&self, a: GetTaskArgs) -> Result<TaskView, EngineError> {
-        let r = self.engine.get_task(&self.tenant, &a.task_id).await?;
-        Ok(task_view(r))
+        tasks::get_task(&self.engine, &self.tenant, &a.task_id).await
     }
 
     async fn get_context(&self, a: GetContextArgs) -> Result<ContextView, EngineError> {
@@ -182,6 +178,7 @@ impl RecallMcp {
             overrides: a.policy,
             current: a.current,
             escape: a.escape.unwrap_or(true),
+            query: a.query,
         };
         let out = self
             .engine
@@ -205,6 +202,7 @@ impl RecallMcp {
                 tokens: s.tokens,
                 chars: s.chars,
                 warnings: s.warnings,
+                recalled: s.recalled,
             },
         })
     }
@@ -312,41 +310,52 @@ impl RecallMcp {
     }
 }
 
-fn history_role(r: recall_core::message::Role) -> HistoryRole {
-    use recall_core::message::Role;
-    match r {
-        Role::User => HistoryRole::User,
-        Role::Assistant => HistoryRole::Assistant,
-        Role::System => HistoryRole::System,
+impl RecallMcp {
+    async fn fork_conversation(
+        &self,
+        a: ForkConversationArgs,
+    ) -> Result<ConversationView, EngineError> {
+        let c = self
+            .engine
+            .fork_conversation(&self.tenant, &a.conversation_id, a.at, a.title)
+            .await?;
+        Ok(c.into())
     }
-}
 
-fn task_view(r: TaskReport) -> TaskView {
-    let count = r.conversation_messages_count();
-    let t = r.stored.task;
-    TaskView {
-        task_id: r.stored.id,
-        created_at_ms: r.stored.created_at,
-        has_enhanced_context: t.has_enhanced_context(),
-        conversation_messages_count: count,
-        description: t.description,
-        priority: t.priority.into(),
-        background_context: t.background_context,
-        expected_deliverables: t.expected_deliverables,
-        success_criteria: t.success_criteria,
-        constraints: t.constraints,
-        relevant_files: t.relevant_files,
-        conversation_history: t
-            .conversation_history
-            .into_iter()
-            .map(|m| TaskMessageView {
-                role: history_role(m.role),
-                content: m.content,
-                truncated: m.truncated,
-            })
-            .collect(),
-        validation_warnings: t.validation_warnings,
-        prompt: r.brief,
+    async fn retry_turn(&self, a: RetryTurnArgs) -> Result<RetryResult, EngineError> {
+        let Some(backend) = &self.backend else {
+            return Err(EngineError::Invalid(
+                "this MCP server has no chat backend: start it with ANTHROPIC_API_KEY, \
+                 OPENAI_BASE_URL or the claude CLI available"
+                    .into(),
+            ));
+        };
+        let turn = ChatTurn {
+            model: a.model,
+            max_output_tokens: a.max_output_tokens,
+            ..ChatTurn::default()
+        };
+        // A tool call runs to its end: nothing cancels it but the process going away.
+        let r = self
+            .engine
+            .retry_turn(
+                &self.tenant,
+                &a.conversation_id,
+                a.seq,
+                backend.as_ref(),
+                turn,
+                CancellationToken::new(),
+                |_| {},
+            )
+            .await?;
+        Ok(RetryResult {
+            conversation_id: r.conversation.id,
+            reply_seq: r.outcome.reply_seq,
+            status: r.outcome.status.as_str().to_string(),
+            text: r.outcome.text(),
+            stop_reason: r.outcome.stop_reason.clone(),
+            error: r.outcome.error.as_ref().map(|e| e.to_string()),
+        })
     }
 }
 
@@ -433,6 +442,20 @@ pub fn tool_list() -> Result<Vec<Tool>, String> {
             "Remove every message of a conversation, keeping the conversation itself.",
             writes(true),
         )?,
+        tool::<ForkConversationArgs, ConversationView>(
+            "fork_conversation",
+            "Fork a conversation at a message: a new conversation whose history is this one's \
+             messages up to `at`, then its own (for trying another path; nothing is copied and \
+             the original is unchanged).",
+            writes(false),
+        )?,
+        tool::<RetryTurnArgs, RetryResult>(
+            "retry_turn",
+            "Regenerate the assistant reply at `seq`: the conversation is forked just before \
+             it and a new reply is generated there. Returns the fork's id and the new reply; \
+             the old reply stays on the original conversation.",
+            writes(false),
+        )?,
         tool::<SearchHistoryArgs, SearchResults>(
             "search_history",
             "Full-text search over the stored messages: the messages holding every word of \
@@ -473,8 +496,12 @@ impl ServerHandler for RecallMcp {
 }
 
 /// Serves `tenant`'s conversations over stdio until the client closes stdin.
-pub async fn serve_stdio(engine: Engine, tenant: &str) -> Result<(), ServeError> {
-    let server = RecallMcp::new(engine, tenant)?;
+pub async fn serve_stdio(
+    engine: Engine,
+    tenant: &str,
+    backend: Option<Arc<dyn Backend>>,
+) -> Result<(), ServeError> {
+    let server = RecallMcp::new(engine, tenant)?.with_backend(backend);
     let running = server
         .serve(rmcp::transport::stdio())
         .await

@@ -18,6 +18,7 @@ use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
+use recall_engine::llm::Backend;
 use recall_engine::Engine;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -41,6 +42,7 @@ pub struct HttpOptions {
 pub struct McpHttp {
     engine: Engine,
     config: StreamableHttpServerConfig,
+    backend: Option<Arc<dyn Backend>>,
 }
 
 impl McpHttp {
@@ -55,7 +57,17 @@ impl McpHttp {
         } else {
             config.disable_allowed_hosts()
         };
-        McpHttp { engine, config }
+        McpHttp {
+            engine,
+            config,
+            backend: None,
+        }
+    }
+
+    /// The endpoint with a chat backend for `retry_turn`.
+    pub fn with_backend(mut self, backend: Option<Arc<dyn Backend>>) -> McpHttp {
+        self.backend = backend;
+        self
     }
 
     /// Answers one MCP request for `tenant`: every tool call reads and writes only that
@@ -71,7 +83,7 @@ impl McpHttp {
         B::Data: Send + 'static,
     {
         let server = match RecallMcp::new(self.engine.clone(), tenant) {
-            Ok(s) => s,
+            Ok(s) => s.with_backend(self.backend.clone()),
             Err(e) => return internal_error(&e.to_string()),
         };
         let service = StreamableHttpService::new(

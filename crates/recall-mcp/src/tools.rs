@@ -1,5 +1,7 @@
 //! The tools' argument and result types. Input and output schemas are generated from these
-//! types (schemars, JSON Schema 2020-12); doc comments become the schema descriptions.
+//! types (schemars, JSON Schema 2020-12); doc comments become the schema descriptions. The
+//! task types are also the bodies of the HTTP task routes: with the `utoipa` feature they
+//! describe themselves to its OpenAPI document too.
 
 use recall_core::policy::{ConversationPolicy, Format, PolicyOverrides};
 use schemars::JsonSchema;
@@ -8,6 +10,7 @@ use serde_json::{Map, Value};
 
 /// A task priority: `P0` (most urgent) to `P4`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub enum Priority {
     P0,
     P1,
@@ -44,6 +47,7 @@ impl From<recall_core::task::Priority> for Priority {
 
 /// Who said a history message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum HistoryRole {
     User,
@@ -54,6 +58,7 @@ pub enum HistoryRole {
 /// One message of the conversation that led to a task (schema only: entries are validated
 /// one by one, and invalid ones are skipped with a warning instead of failing the call).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct HistoryEntry {
     pub role: HistoryRole,
     /// The message text. User messages are cut at 150 characters, assistant messages at 8192.
@@ -62,6 +67,7 @@ pub struct HistoryEntry {
 
 /// Arguments of `create_task`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateTaskArgs {
     /// What the sub-agent must do.
@@ -82,11 +88,13 @@ pub struct CreateTaskArgs {
     /// The conversation that led to this task, oldest first. Invalid entries are skipped
     /// with a warning in `validation_warnings`.
     #[schemars(with = "Option<Vec<HistoryEntry>>")]
+    #[cfg_attr(feature = "utoipa", schema(value_type = Option<Vec<HistoryEntry>>))]
     pub conversation_history: Option<Value>,
 }
 
 /// One stored history message of a task.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct TaskMessageView {
     pub role: HistoryRole,
     pub content: String,
@@ -96,6 +104,7 @@ pub struct TaskMessageView {
 
 /// Result of `create_task`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct TaskCreated {
     pub task_id: String,
     pub priority: Priority,
@@ -119,6 +128,7 @@ pub struct GetTaskArgs {
 
 /// Result of `get_task`: the stored task and its brief.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct TaskView {
     pub task_id: String,
     /// Milliseconds since the Unix epoch.
@@ -152,6 +162,9 @@ pub struct GetContextArgs {
     pub current: Option<String>,
     /// Escape turn labels inside message content (default true).
     pub escape: Option<bool>,
+    /// What recall looks for (with `recall_tokens`); default: the newest user message's
+    /// text. Not stored.
+    pub query: Option<String>,
     #[serde(flatten)]
     pub policy: PolicyOverrides,
 }
@@ -168,6 +181,10 @@ pub struct StatsView {
     pub tokens: u64,
     pub chars: u64,
     pub warnings: Vec<String>,
+    /// With `recall_tokens`: the recalled messages (seq, score) and whether the index was
+    /// complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recalled: Option<recall_core::recall::RecallStats>,
 }
 
 /// Result of `get_context`.
@@ -249,6 +266,9 @@ pub struct ConversationView {
     pub last_seq: i64,
     /// Tokens (o200k) of the history.
     pub tokens: i64,
+    /// Set on a fork: the conversation whose history it reads, up to `forked_at_seq`.
+    pub forked_from: Option<String>,
+    pub forked_at_seq: Option<i64>,
 }
 
 impl From<recall_engine::store::Conversation> for ConversationView {
@@ -264,6 +284,8 @@ impl From<recall_engine::store::Conversation> for ConversationView {
             message_count: c.message_count,
             last_seq: c.last_seq,
             tokens: c.total_tokens,
+            forked_at_seq: c.forked_from.as_ref().map(|f| f.seq),
+            forked_from: c.forked_from.map(|f| f.conversation_id),
         }
     }
 }
@@ -328,4 +350,45 @@ pub struct SearchHitView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SearchResults {
     pub hits: Vec<SearchHitView>,
+}
+
+/// Arguments of `fork_conversation`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkConversationArgs {
+    pub conversation_id: String,
+    /// The last message the fork keeps (0 keeps none): its history is the conversation's
+    /// messages up to this seq, then its own.
+    pub at: i64,
+    /// The fork's title (default: the conversation's).
+    pub title: Option<String>,
+}
+
+/// Arguments of `retry_turn`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryTurnArgs {
+    pub conversation_id: String,
+    /// The seq of the assistant reply to regenerate.
+    pub seq: i64,
+    /// The model (default: the backend's).
+    pub model: Option<String>,
+    /// The most tokens the new reply may have (default 4096).
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Result of `retry_turn`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RetryResult {
+    /// The fork the new reply is on (the old reply stays on the original).
+    pub conversation_id: String,
+    /// The new reply's seq, when anything of it arrived.
+    pub reply_seq: Option<i64>,
+    /// `complete`, or `partial` when the backend failed mid-reply.
+    pub status: String,
+    /// The new reply's text.
+    pub text: String,
+    pub stop_reason: Option<String>,
+    /// Why the reply is partial or missing.
+    pub error: Option<String>,
 }

@@ -52,6 +52,11 @@ impl Backends {
         self.list.is_empty()
     }
 
+    /// The default backend (the first), if any.
+    pub fn default_backend(&self) -> Option<Arc<dyn Backend>> {
+        self.list.first().map(|(_, b)| b.clone())
+    }
+
     /// The names, default first.
     pub fn names(&self) -> Vec<&str> {
         self.list.iter().map(|(n, _)| n.as_str()).collect()
@@ -100,6 +105,47 @@ pub struct ChatBody {
     pub max_output_tokens: Option<u32>,
 }
 
+/// `POST …/retry`: regenerate the reply at `seq` on a fork made just before it.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBody {
+    /// The seq of the assistant reply to regenerate.
+    pub seq: i64,
+    /// A backend name this server offers (default: its first).
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    /// The most tokens the reply may have (default 4096).
+    pub max_output_tokens: Option<u32>,
+}
+
+/// `POST …/edit`: replace the user message at `seq` on a fork made just before it, and
+/// run a chat turn there.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditBody {
+    /// The seq of the user message to replace.
+    pub seq: i64,
+    /// The new message: a string or content blocks.
+    #[schema(value_type = Object)]
+    pub content: Value,
+    /// A backend name this server offers (default: its first).
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    /// Client id of the new user message.
+    pub id: Option<String>,
+    /// The most tokens the reply may have (default 4096).
+    pub max_output_tokens: Option<u32>,
+}
+
+/// What a turn does: a plain chat turn, or a retry or an edit of the message at a seq (on a
+/// fork of the conversation).
+#[derive(Debug, Clone, Copy)]
+enum TurnKind {
+    Chat,
+    Retry(i64),
+    Edit(i64),
+}
+
 /// One event of a turn, as sent to the client: its name and JSON data.
 type Frame = (&'static str, Value);
 
@@ -126,6 +172,17 @@ async fn start_turn(
     id: String,
     body: ChatBody,
 ) -> Result<(RunningTurn, Report), ApiError> {
+    start_turn_of(state, tenant, id, body, TurnKind::Chat).await
+}
+
+/// [`start_turn`] for any kind of turn.
+async fn start_turn_of(
+    state: &AppState,
+    tenant: String,
+    id: String,
+    body: ChatBody,
+    kind: TurnKind,
+) -> Result<(RunningTurn, Report), ApiError> {
     let (name, backend) = state.inner.config.backends.pick(body.backend.as_deref())?;
     let turn = ChatTurn {
         content: body.content,
@@ -140,11 +197,25 @@ async fn start_turn(
     let token = cancel.clone();
     tokio::spawn(async move {
         let events = tx.clone();
-        let result = engine
-            .chat_turn(&tenant, &id, backend.as_ref(), turn, token, move |ev| {
-                let _ = events.send(Report::Event(ev));
-            })
-            .await;
+        let on_event = move |ev| {
+            let _ = events.send(Report::Event(ev));
+        };
+        let b = backend.as_ref();
+        let result = match kind {
+            TurnKind::Chat => {
+                engine
+                    .chat_turn(&tenant, &id, b, turn, token, on_event)
+                    .await
+            }
+            TurnKind::Retry(seq) => engine
+                .retry_turn(&tenant, &id, seq, b, turn, token, on_event)
+                .await
+                .map(|r| r.outcome),
+            TurnKind::Edit(seq) => engine
+                .edit_turn(&tenant, &id, seq, b, turn, token, on_event)
+                .await
+                .map(|r| r.outcome),
+        };
         let _ = tx.send(Report::Finished(Box::new(result)));
     });
     let first = rx.recv().await.ok_or_else(ApiError::internal)?;
@@ -190,6 +261,9 @@ impl RunningTurn {
                 Some(("user_stored", json!({ "seq": seq })))
             }
             Report::Event(TurnEvent::ContextBuilt { .. }) => None,
+            Report::Event(TurnEvent::Forked { conversation_id }) => {
+                Some(("forked", json!({ "conversation_id": conversation_id })))
+            }
             Report::Finished(r) => match *r {
                 Ok(o) => Some(match &o.error {
                     None => (
@@ -234,6 +308,67 @@ pub async fn chat_sse(
 ) -> Result<Response, ApiError> {
     let body: ChatBody = parse_json(&body)?;
     let (turn, first) = start_turn(&state, tenant, id, body).await?;
+    Ok(Sse::new(sse_stream(turn, first))
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// Regenerate the reply at `seq`: the conversation is forked just before it and the reply is
+/// streamed on the fork as `chat` streams one, after a `forked` {"conversation_id"} event.
+/// The old reply stays on the original conversation, an alternative of the new one
+/// (`GET …/messages/{seq}/alternatives`).
+#[utoipa::path(post, path = "/v1/conversations/{id}/retry", tag = "chat",
+    params(("id" = String, Path, description = "The conversation id")),
+    request_body = RetryBody,
+    responses((status = 200, description = "text/event-stream: forked, then the turn's events"),
+        (status = 404, body = crate::views::ErrorBody), (status = 503, body = crate::views::ErrorBody),
+        crate::views::V1Errors),
+    security(("bearer" = [])))]
+pub async fn retry_sse(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    RawBody(body): RawBody,
+) -> Result<Response, ApiError> {
+    let b: RetryBody = parse_json(&body)?;
+    let chat = ChatBody {
+        content: Value::Null,
+        backend: b.backend,
+        model: b.model,
+        id: None,
+        max_output_tokens: b.max_output_tokens,
+    };
+    let (turn, first) = start_turn_of(&state, tenant, id, chat, TurnKind::Retry(b.seq)).await?;
+    Ok(Sse::new(sse_stream(turn, first))
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// Edit the user message at `seq`: the conversation is forked just before it, the new
+/// message is stored there and the reply streams as `chat` streams one, after a `forked`
+/// {"conversation_id"} event. The old message and what followed stay on the original.
+#[utoipa::path(post, path = "/v1/conversations/{id}/edit", tag = "chat",
+    params(("id" = String, Path, description = "The conversation id")),
+    request_body = EditBody,
+    responses((status = 200, description = "text/event-stream: forked, then the turn's events"),
+        (status = 404, body = crate::views::ErrorBody), (status = 503, body = crate::views::ErrorBody),
+        crate::views::V1Errors),
+    security(("bearer" = [])))]
+pub async fn edit_sse(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    RawBody(body): RawBody,
+) -> Result<Response, ApiError> {
+    let b: EditBody = parse_json(&body)?;
+    let chat = ChatBody {
+        content: b.content,
+        backend: b.backend,
+        model: b.model,
+        id: b.id,
+        max_output_tokens: b.max_output_tokens,
+    };
+    let (turn, first) = start_turn_of(&state, tenant, id, chat, TurnKind::Edit(b.seq)).await?;
     Ok(Sse::new(sse_stream(turn, first))
         .keep_alive(KeepAlive::default())
         .into_response())

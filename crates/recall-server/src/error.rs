@@ -83,9 +83,7 @@ impl From<EngineError> for ApiError {
             EngineError::TooLarge { .. } | EngineError::ContextTooLarge { .. } => {
                 ApiError::too_large(e.to_string())
             }
-            EngineError::Conflict { .. } | EngineError::AlreadySent { .. } => {
-                ApiError::conflict(e.to_string())
-            }
+            _ if e.is_conflict() => ApiError::conflict(e.to_string()),
             // The store refuses what it could not read back (NUL characters, blocks with
             // missing fields): the caller's input.
             EngineError::Store(StoreError::Invalid(_)) => ApiError::invalid(e.to_string()),

@@ -56,11 +56,11 @@ pub(crate) async fn same_origin(
     }
 }
 
-/// `Content-Type: application/json` on every POST that carries a body, and no other type on
-/// any POST (see the module documentation); placed after authentication, so that a request without a key is a 401
-/// whatever its type.
+/// `Content-Type: application/json` on every POST and PATCH that carries a body, and no other
+/// type on any of them (see the module documentation); placed after authentication, so that a
+/// request without a key is a 401 whatever its type.
 pub(crate) async fn json_only(req: Request, next: Next) -> Response {
-    if req.method() != Method::POST {
+    if req.method() != Method::POST && req.method() != Method::PATCH {
         return next.run(req).await;
     }
     match check_content_type(req.headers(), has_body(req.headers())) {

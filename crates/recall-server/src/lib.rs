@@ -18,6 +18,7 @@
 
 pub mod auth;
 pub mod body;
+mod branch;
 pub mod chat;
 pub mod config;
 mod conn;
@@ -30,6 +31,7 @@ mod ops;
 mod pages;
 pub mod rate;
 mod routes;
+mod tasks;
 pub mod views;
 
 use std::future::Future;
@@ -126,8 +128,25 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/v1/conversations/{id}",
-            get(routes::get_conversation).delete(routes::delete_conversation),
+            get(routes::get_conversation)
+                .delete(routes::delete_conversation)
+                .patch(branch::update),
         )
+        .route("/v1/conversations/{id}/fork", post(branch::fork))
+        .route("/v1/conversations/{id}/forks", get(branch::forks))
+        .route(
+            "/v1/conversations/{id}/messages/{seq}",
+            axum::routing::delete(branch::redact),
+        )
+        .route(
+            "/v1/conversations/{id}/messages/{seq}/alternatives",
+            get(branch::alternatives),
+        )
+        .route("/v1/conversations/{id}/retry", post(chat::retry_sse))
+        .route("/v1/conversations/{id}/edit", post(chat::edit_sse))
+        .route("/v1/search", get(branch::search))
+        .route("/v1/tasks", post(tasks::create_task))
+        .route("/v1/tasks/{id}", get(tasks::get_task))
         .route(
             "/v1/conversations/{id}/clear",
             post(routes::clear_conversation),

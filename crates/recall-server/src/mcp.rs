@@ -33,7 +33,8 @@ pub(crate) fn route(state: &AppState) -> MethodRouter<AppState> {
             // The Host check is the server's, on every route (one check, not two).
             loopback_hosts_only: false,
         },
-    );
+    )
+    .with_backend(config.backends.default_backend());
     any(
         move |Extension(Tenant(tenant)): Extension<Tenant>, req: Request| {
             let endpoint = endpoint.clone();

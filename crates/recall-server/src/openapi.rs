@@ -19,6 +19,16 @@ use crate::views::*;
         crate::routes::context,
         crate::chat::chat_sse,
         crate::chat::chat_ws,
+        crate::chat::retry_sse,
+        crate::chat::edit_sse,
+        crate::branch::fork,
+        crate::branch::forks,
+        crate::branch::update,
+        crate::branch::redact,
+        crate::branch::alternatives,
+        crate::branch::search,
+        crate::tasks::create_task,
+        crate::tasks::get_task,
         crate::ops::healthz,
         crate::ops::readyz,
         crate::ops::metrics,
@@ -26,7 +36,14 @@ use crate::views::*;
     components(schemas(
         ConversationView, CreateConversation, ConversationPage, MessageView, MessagePage,
         AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, ErrorBody,
-        ErrorDetail, crate::chat::ChatBody, AppendBody
+        ErrorDetail, crate::chat::ChatBody, AppendBody, ForkPointView, crate::chat::RetryBody,
+        crate::chat::EditBody, crate::branch::ForkBody, crate::branch::ForkList,
+        crate::branch::UpdateConversation, crate::branch::AlternativeView,
+        crate::branch::AlternativeList, crate::branch::SearchHitView,
+        crate::branch::SearchResults, recall_mcp::tools::CreateTaskArgs,
+        recall_mcp::tools::TaskCreated, recall_mcp::tools::TaskView,
+        recall_mcp::tools::TaskMessageView, recall_mcp::tools::HistoryEntry,
+        recall_mcp::tools::HistoryRole, recall_mcp::tools::Priority
     )),
     modifiers(&BearerAuth)
 )]

@@ -127,19 +127,29 @@ pub async fn get_conversation(
 }
 
 /// Delete a conversation and its messages.
+/// A conversation with forks is refused (409) unless `cascade=true`, which deletes its forks
+/// (and theirs) too.
 #[utoipa::path(delete, path = "/v1/conversations/{id}", tag = "conversations",
-    params(("id" = String, Path, description = "The conversation id")),
-    responses((status = 204), (status = 404, body = ErrorBody), V1Errors), security(("bearer" = [])))]
+    params(("id" = String, Path, description = "The conversation id"), DeleteQuery),
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        V1Errors),
+    security(("bearer" = [])))]
 pub async fn delete_conversation(
     State(state): State<AppState>,
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
+    ApiQuery(q): ApiQuery<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
-    state.engine().delete_conversation(&tenant, &id).await?;
+    state
+        .engine()
+        .delete_conversation(&tenant, &id, q.cascade.unwrap_or(false))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Remove a conversation's messages, keeping the conversation (seq keeps counting).
+/// Remove a conversation's messages, keeping the conversation (seq keeps counting). A
+/// conversation with forks is refused (409): its forks read its history. A cleared fork stops
+/// reading its parent.
 #[utoipa::path(post, path = "/v1/conversations/{id}/clear", tag = "conversations",
     params(("id" = String, Path, description = "The conversation id")),
     responses((status = 200, body = Cleared), (status = 404, body = ErrorBody), V1Errors),
@@ -267,6 +277,7 @@ pub async fn context(
         overrides: b.policy,
         current: b.current,
         escape: b.escape.unwrap_or(true),
+        query: b.query,
     };
     let started = Instant::now();
     // A prompt over the limit is refused before it is rendered whole where the policy allows

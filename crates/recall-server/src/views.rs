@@ -47,6 +47,15 @@ pub struct ConversationView {
     pub last_seq: i64,
     /// Tokens (o200k) of the history.
     pub tokens: i64,
+    /// Set on a fork: the conversation and seq its history is read from, up to that seq.
+    pub forked_from: Option<ForkPointView>,
+}
+
+/// Where a fork was made.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ForkPointView {
+    pub conversation_id: String,
+    pub seq: i64,
 }
 
 impl From<&Conversation> for ConversationView {
@@ -62,6 +71,10 @@ impl From<&Conversation> for ConversationView {
             message_count: c.message_count,
             last_seq: c.last_seq,
             tokens: c.total_tokens,
+            forked_from: c.forked_from.as_ref().map(|f| ForkPointView {
+                conversation_id: f.conversation_id.clone(),
+                seq: f.seq,
+            }),
         }
     }
 }
@@ -101,6 +114,15 @@ pub struct ListQuery {
 #[derive(Debug, Clone, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
+pub struct DeleteQuery {
+    /// Also delete the conversation's forks (and theirs). Default false: a conversation with
+    /// forks is refused.
+    pub cascade: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct MessagesQuery {
     /// Messages with a seq above this (default 0: from the start).
     #[param(minimum = 0)]
@@ -114,7 +136,7 @@ pub struct MessagesQuery {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MessageView {
     pub seq: i64,
-    /// `complete`, or `partial` for an interrupted streamed reply.
+    /// `complete`, `partial` for an interrupted streamed reply, or `redacted`.
     pub status: String,
     pub created_at: String,
     /// Tokens (o200k).
@@ -300,6 +322,10 @@ pub struct ContextBody {
     pub current: Option<String>,
     /// Turn-label escaping in text formats (default true).
     pub escape: Option<bool>,
+    /// What recall looks for (with `recall_tokens`); default: the newest user message's
+    /// text. Not stored.
+    #[schema(pattern = r"\S")]
+    pub query: Option<String>,
     #[serde(flatten)]
     pub policy: PolicyOverrides,
 }

@@ -382,6 +382,9 @@ async fn context_is_what_recall_context_prints(b: Backend) {
         json!({"format": "openai", "max_chars": 400, "tokenizer": "chars4"}),
         json!({"format": "transcript", "max_tokens": 200, "trim": "stable", "low_water": 0.5}),
         json!({"format": "bracket", "escape": false, "user_max_chars": 10}),
+        json!({"format": "anthropic", "max_tokens": 300, "recall_tokens": 120}),
+        json!({"format": "xml", "current": "And in Python?", "max_tokens": 300,
+               "recall_tokens": 120, "recall_scope": "tenant", "query": "python list"}),
     ];
     for body in cases {
         let r = s.post(&path, k, body.clone()).await;
@@ -392,10 +395,12 @@ async fn context_is_what_recall_context_prints(b: Backend) {
             "max_turns": body.get("max_turns"), "max_chars": body.get("max_chars"),
             "max_tokens": body.get("max_tokens"), "tokenizer": body.get("tokenizer"),
             "user_max_chars": body.get("user_max_chars"), "trim": body.get("trim"),
-            "low_water": body.get("low_water"),
+            "low_water": body.get("low_water"), "recall_tokens": body.get("recall_tokens"),
+            "recall_scope": body.get("recall_scope"),
         }))
         .unwrap();
         req.current = body["current"].as_str().map(str::to_string);
+        req.query = body["query"].as_str().map(str::to_string);
         req.escape = body["escape"].as_bool().unwrap_or(true);
         // What `recall context` computes and prints, from the same database.
         let out = s.engine.context(TENANT_A, &id, &req).await.unwrap();

@@ -83,7 +83,8 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     };
     if std::io::stdin().is_terminal() {
         eprintln!("/help for commands, Ctrl-D to leave.");
-        repl(&session, history_file(&args)).await
+        let mut session = session;
+        repl(&mut session, history_file(&args)).await
     } else {
         one_turn(&session).await
     }
@@ -112,7 +113,7 @@ fn finish_code(o: &TurnOutcome) -> ExitCode {
     }
 }
 
-async fn repl(s: &Session, history: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+async fn repl(s: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let mut rl = rustyline::DefaultEditor::new().context("cannot start the line editor")?;
     if let Some(h) = &history {
         // A missing history file is normal on the first run.
@@ -151,6 +152,18 @@ async fn repl(s: &Session, history: Option<PathBuf>) -> anyhow::Result<ExitCode>
                 Ok(text) => println!("{text}"),
                 Err(e) => eprintln!("error: {e:#}"),
             },
+            "/retry" => {
+                if let Err(e) = branch(s, None).await {
+                    eprintln!("error: {e:#}");
+                }
+            }
+            "/edit" => eprintln!("Type the new message after /edit: /edit what I meant to say"),
+            cmd if cmd.starts_with("/edit ") => {
+                let text = cmd.trim_start_matches("/edit").trim().to_string();
+                if let Err(e) = branch(s, Some(text)).await {
+                    eprintln!("error: {e:#}");
+                }
+            }
             cmd if cmd.starts_with('/') && !cmd.contains(char::is_whitespace) => {
                 eprintln!("Unknown command {cmd}: /help lists the commands.");
             }
@@ -179,6 +192,8 @@ const REPL_HELP: &str = "\
 clear, /clear   empty the conversation
 /context        print exactly what the model will be sent next
 /stats          messages, turns and tokens of the conversation
+/retry          regenerate the last reply (on a fork: the old reply stays in the original)
+/edit TEXT      replace your last message with TEXT and get a new reply (on a fork)
 /exit, Ctrl-D   leave (Ctrl-C stops a reply; what arrived is kept as partial)";
 
 /// Runs one turn, printing the reply as it streams. Ctrl-C stops the reply.
@@ -219,6 +234,85 @@ async fn send(s: &Session, text: String) -> anyhow::Result<TurnOutcome> {
     Ok(outcome)
 }
 
+/// `/retry` (no text: regenerate the last reply) and `/edit TEXT` (replace the last user
+/// message): each forks the conversation before that message and runs the turn there; the
+/// session continues on the fork.
+async fn branch(s: &mut Session, edit: Option<String>) -> anyhow::Result<()> {
+    let c = s
+        .engine
+        .get_conversation(&s.tenant, &s.id)
+        .await
+        .map_err(engine_err)?;
+    let recent = s
+        .engine
+        .store()
+        .messages(&s.tenant, &s.id, (c.last_seq - 200).max(0), 200)
+        .await
+        .map_err(|e| engine_err(e.into()))?;
+    let want = if edit.is_some() {
+        recall_core::message::Role::User
+    } else {
+        recall_core::message::Role::Assistant
+    };
+    let Some(seq) = recent
+        .iter()
+        .rev()
+        .find(|m| m.message.role == want && (edit.is_none() || m.message.has_text()))
+        .map(|m| m.seq)
+    else {
+        return Err(bad_input(match edit {
+            Some(_) => "no message of yours to edit yet",
+            None => "no reply to retry yet",
+        }));
+    };
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let turn = ChatTurn {
+        content: serde_json::Value::String(edit.clone().unwrap_or_default()),
+        model: s.model.clone(),
+        max_output_tokens: s.max_output_tokens,
+        overrides: s.overrides.clone(),
+        ..ChatTurn::default()
+    };
+    let mut printer = Printer::default();
+    let b = s.backend.as_ref();
+    let result = match edit {
+        Some(_) => {
+            s.engine
+                .edit_turn(&s.tenant, &s.id, seq, b, turn, cancel, |ev| {
+                    printer.event(ev)
+                })
+                .await
+        }
+        None => {
+            s.engine
+                .retry_turn(&s.tenant, &s.id, seq, b, turn, cancel, |ev| {
+                    printer.event(ev)
+                })
+                .await
+        }
+    };
+    on_ctrl_c.abort();
+    let branched = result.map_err(engine_err)?;
+    printer.end();
+    if let Some(e) = &branched.outcome.error {
+        eprintln!("error: {e}");
+    }
+    eprintln!(
+        "(now on fork {}; the previous version stays in {})",
+        branched.conversation.id, s.id
+    );
+    s.id = branched.conversation.id;
+    Ok(())
+}
+
 /// Prints a turn's events: the trimming notice, then the reply text as it arrives.
 #[derive(Default)]
 struct Printer {
@@ -230,7 +324,7 @@ impl Printer {
     fn event(&mut self, ev: TurnEvent) {
         let mut out = std::io::stdout().lock();
         match ev {
-            TurnEvent::UserStored { .. } => {}
+            TurnEvent::UserStored { .. } | TurnEvent::Forked { .. } => {}
             TurnEvent::ContextBuilt { stats } => {
                 if let Some(n) = stats.notice {
                     eprintln!("{n}");

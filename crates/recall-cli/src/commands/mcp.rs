@@ -18,6 +18,15 @@ pub async fn run(a: McpArgs) -> anyhow::Result<ExitCode> {
         },
     )
     .await?;
-    recall_mcp::serve_stdio(engine, &a.store.tenant).await?;
+    // `retry_turn` needs a chat backend: the one `recall chat` would pick, if any (stdout
+    // carries the protocol, so a problem is told on stderr).
+    let backend = match crate::commands::serve::backends_from_env() {
+        Ok(b) => b.default_backend(),
+        Err(e) => {
+            eprintln!("recall mcp: no chat backend for retry_turn: {e}");
+            None
+        }
+    };
+    recall_mcp::serve_stdio(engine, &a.store.tenant, backend).await?;
     Ok(ExitCode::SUCCESS)
 }

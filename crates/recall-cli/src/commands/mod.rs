@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod branch;
 pub mod chat;
 pub mod embed;
 pub mod mcp;

@@ -225,7 +225,7 @@ pub async fn keys(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
 
 /// The chat backends the environment configures, in the order `recall chat` prefers them
 /// (recall-llm's discovery).
-fn backends_from_env() -> anyhow::Result<Backends> {
+pub(crate) fn backends_from_env() -> anyhow::Result<Backends> {
     use crate::commands::chat::neutral_dir;
     use recall_engine::llm::build_backend;
     use recall_engine::llm::discover::{discover, process_env, DiscoverOptions};

@@ -42,7 +42,7 @@ pub(crate) async fn open(store: &StoreArgs) -> anyhow::Result<Engine> {
     .await
 }
 
-fn conversation_json(c: &Conversation) -> Value {
+pub(crate) fn conversation_json(c: &Conversation) -> Value {
     json!({
         "id": c.id,
         "title": c.title,
@@ -54,6 +54,7 @@ fn conversation_json(c: &Conversation) -> Value {
         "message_count": c.message_count,
         "last_seq": c.last_seq,
         "tokens": c.total_tokens,
+        "forked_from": c.forked_from,
     })
 }
 
@@ -177,6 +178,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
                     let flag = match m.status {
                         recall_engine::store::MessageStatus::Partial => " (partial)",
                         recall_engine::store::MessageStatus::Complete => "",
+                        recall_engine::store::MessageStatus::Redacted => " (redacted)",
                     };
                     println!("\n#{} {}{}:", m.seq, m.message.role.as_str(), flag);
                     println!("{}", preview(&text, 500));
@@ -193,11 +195,20 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
         }
         ConversationsCommand::Delete(a) => {
             let engine = open(&a.store).await?;
-            engine
-                .delete_conversation(&a.store.tenant, &a.id)
+            let n = engine
+                .delete_conversation(&a.store.tenant, &a.id, a.cascade)
                 .await
                 .map_err(engine_err)?;
-            println!("Conversation {} deleted", a.id);
+            match n {
+                1 => println!("Conversation {} deleted", a.id),
+                n => println!("Conversation {} and {} fork(s) deleted", a.id, n - 1),
+            }
+        }
+        ConversationsCommand::Update(a) => {
+            crate::commands::branch::update(a).await?;
+        }
+        ConversationsCommand::Forks(a) => {
+            crate::commands::branch::forks(a).await?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -261,7 +272,14 @@ pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
         overrides: a.limits.clone(),
         current: a.current.clone(),
         escape: !a.no_escape,
+        query: a.query.clone(),
     };
+    // One process per command: vectors appended since the last one are embedded now, so the
+    // context ranks them (a server does this in the background).
+    engine
+        .catch_up_vectors(&a.store.tenant, Some(&a.id), usize::MAX)
+        .await
+        .map_err(engine_err)?;
     let out = engine
         .context(&a.store.tenant, &a.id, &req)
         .await

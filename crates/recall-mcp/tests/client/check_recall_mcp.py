@@ -44,6 +44,8 @@ TOOLS = {
     "create_conversation",
     "clear_conversation",
     "search_history",
+    "fork_conversation",
+    "retry_turn",
 }
 HEADER = "💬 CONVERSATION HISTORY (Context leading to this task):\n"
 
@@ -109,7 +111,7 @@ async def main_tenant():
 
         listed = await s.list_tools()
         names = {t.name for t in listed.tools}
-        check("list_tools: the eight tools", names == TOOLS, names)
+        check("list_tools: the ten tools", names == TOOLS, names)
         schemas = {}
         for t in listed.tools:
             for kind, schema in (("input", t.input_schema), ("output", t.output_schema)):
