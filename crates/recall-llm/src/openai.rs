@@ -81,6 +81,7 @@ pub fn request_body(req: &ChatRequest, default_model: &str) -> Result<Value, Bac
         kept: &kept,
         current: None,
         escape: false,
+        recalled: None,
     });
     let mut body = Map::new();
     body.insert(

@@ -146,6 +146,7 @@ pub fn render_prompt(req: &ChatRequest, format: PromptFormat) -> Result<String, 
                 kept: &kept,
                 current: Some(&current),
                 escape: true,
+                recalled: None,
             })
         }
         PromptFormat::Transcript => {
@@ -154,6 +155,7 @@ pub fn render_prompt(req: &ChatRequest, format: PromptFormat) -> Result<String, 
                 kept: &kept,
                 current: None,
                 escape: true,
+                recalled: None,
             })
         }
     };
