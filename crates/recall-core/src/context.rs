@@ -156,6 +156,9 @@ pub enum ContextError {
     NoCurrentMessage,
     #[error("the current message is empty")]
     EmptyCurrent,
+    /// An explicit recall query must hold something to look for.
+    #[error("the recall query is empty")]
+    EmptyQuery,
     #[error(transparent)]
     Policy(#[from] InvalidPolicy),
 }
@@ -267,6 +270,9 @@ pub fn prepare(
     let Resolved { format, policy } = resolved;
     let counter = policy.tokenizer;
     let mut current: Option<String> = None;
+    if req.query.as_deref().is_some_and(|q| q.trim().is_empty()) {
+        return Err(ContextError::EmptyQuery);
+    }
     if let Some(c) = &req.current {
         if c.trim().is_empty() {
             return Err(ContextError::EmptyCurrent);

@@ -96,8 +96,12 @@ impl Engine {
         let page = if seq >= 1 {
             self.store.messages(tenant, id, seq - 1, 1).await?
         } else {
+            // The conversation's absence is a 404; a seq that cannot exist is the caller's
+            // mistake.
             self.get_conversation(tenant, id).await?;
-            Vec::new()
+            return Err(EngineError::Invalid(format!(
+                "seq: {seq} is not a message's seq (seqs start at 1)"
+            )));
         };
         page.into_iter()
             .next()
@@ -108,6 +112,22 @@ impl Engine {
                     seq,
                 })
             })
+    }
+
+    /// [`Engine::message_at`] for a seq the caller put in a request body (retry, edit): the
+    /// conversation exists, so a seq it does not hold is bad input, not a missing resource.
+    async fn body_message_at(
+        &self,
+        tenant: &str,
+        id: &str,
+        seq: i64,
+    ) -> Result<StoredMessage, EngineError> {
+        match self.message_at(tenant, id, seq).await {
+            Err(EngineError::Store(StoreError::MessageNotFound { .. })) => Err(
+                EngineError::Invalid(format!("seq: conversation '{id}' has no message {seq}")),
+            ),
+            other => other,
+        }
     }
 
     /// Regenerates the reply at `seq`: forks the conversation before it and runs the reply
@@ -125,7 +145,7 @@ impl Engine {
         cancel: CancellationToken,
         mut on_event: impl FnMut(TurnEvent) + Send,
     ) -> Result<Branched, EngineError> {
-        let m = self.message_at(tenant, id, seq).await?;
+        let m = self.body_message_at(tenant, id, seq).await?;
         if m.message.role != Role::Assistant {
             return Err(EngineError::Invalid(format!(
                 "message {seq} is a {} message: retry regenerates a reply (an assistant \
@@ -169,7 +189,7 @@ impl Engine {
         cancel: CancellationToken,
         mut on_event: impl FnMut(TurnEvent) + Send,
     ) -> Result<Branched, EngineError> {
-        let m = self.message_at(tenant, id, seq).await?;
+        let m = self.body_message_at(tenant, id, seq).await?;
         if m.message.role != Role::User || !m.message.has_text() {
             return Err(EngineError::Invalid(format!(
                 "message {seq} is not a user message with text: edit changes what the user \

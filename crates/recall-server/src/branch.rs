@@ -35,7 +35,9 @@ pub struct ForkBody {
 #[utoipa::path(post, path = "/v1/conversations/{id}/fork", tag = "conversations",
     params(("id" = String, Path, description = "The conversation id")),
     request_body = ForkBody,
-    responses((status = 201, body = ConversationView), (status = 404, body = ErrorBody), V1Errors),
+    responses((status = 201, body = ConversationView), (status = 404, body = ErrorBody),
+        (status = 409, description = "The message at `at` is a partial reply", body = ErrorBody),
+        V1Errors),
     security(("bearer" = [])))]
 pub async fn fork(
     State(state): State<AppState>,

@@ -91,7 +91,7 @@ impl Backends {
 #[serde(deny_unknown_fields)]
 pub struct ChatBody {
     /// The user's message: a string or content blocks.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::views::user_content)]
     pub content: Value,
     /// A backend name this server offers (default: its first).
     pub backend: Option<String>,
@@ -102,6 +102,7 @@ pub struct ChatBody {
     /// deprecated alias: in a context body `max_tokens` is the history budget, so the reply
     /// limit has its own name.
     #[serde(alias = "max_tokens")]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     pub max_output_tokens: Option<u32>,
 }
 
@@ -110,11 +111,13 @@ pub struct ChatBody {
 #[serde(deny_unknown_fields)]
 pub struct RetryBody {
     /// The seq of the assistant reply to regenerate.
+    #[schema(minimum = 1)]
     pub seq: i64,
     /// A backend name this server offers (default: its first).
     pub backend: Option<String>,
     pub model: Option<String>,
     /// The most tokens the reply may have (default 4096).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     pub max_output_tokens: Option<u32>,
 }
 
@@ -124,9 +127,10 @@ pub struct RetryBody {
 #[serde(deny_unknown_fields)]
 pub struct EditBody {
     /// The seq of the user message to replace.
+    #[schema(minimum = 1)]
     pub seq: i64,
     /// The new message: a string or content blocks.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::views::user_content)]
     pub content: Value,
     /// A backend name this server offers (default: its first).
     pub backend: Option<String>,
@@ -134,6 +138,7 @@ pub struct EditBody {
     /// Client id of the new user message.
     pub id: Option<String>,
     /// The most tokens the reply may have (default 4096).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     pub max_output_tokens: Option<u32>,
 }
 

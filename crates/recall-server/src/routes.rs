@@ -152,7 +152,8 @@ pub async fn delete_conversation(
 /// reading its parent.
 #[utoipa::path(post, path = "/v1/conversations/{id}/clear", tag = "conversations",
     params(("id" = String, Path, description = "The conversation id")),
-    responses((status = 200, body = Cleared), (status = 404, body = ErrorBody), V1Errors),
+    responses((status = 200, body = Cleared), (status = 404, body = ErrorBody),
+        (status = 409, description = "Forks read its history", body = ErrorBody), V1Errors),
     security(("bearer" = [])))]
 pub async fn clear_conversation(
     State(state): State<AppState>,

@@ -353,6 +353,26 @@ fn string_or_object() -> utoipa::openapi::schema::Schema {
     )
 }
 
+/// A user message's `content` in a chat, edit: text that is not blank, or content blocks
+/// (read by the engine's parser, as in an append).
+pub(crate) fn user_content() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(r"\S")),
+            )
+            .item(
+                ArrayBuilder::new()
+                    .min_items(Some(1))
+                    .items(ObjectBuilder::new().schema_type(Type::Object)),
+            )
+            .build(),
+    )
+}
+
 /// The errors every `/v1` route may answer, besides its own (404, 409).
 #[derive(utoipa::IntoResponses)]
 #[allow(dead_code)]

@@ -392,7 +392,9 @@ async fn retry_and_edit_stream_on_forks(b: Backend) {
         .len();
     for (path, body, status) in [
         ("retry", json!({"seq": 1}), StatusCode::UNPROCESSABLE_ENTITY),
-        ("retry", json!({"seq": 7}), StatusCode::NOT_FOUND),
+        // A seq the conversation does not hold is bad input (the conversation exists).
+        ("retry", json!({"seq": 7}), StatusCode::UNPROCESSABLE_ENTITY),
+        ("retry", json!({"seq": 0}), StatusCode::UNPROCESSABLE_ENTITY),
         (
             "edit",
             json!({"seq": 2, "content": "x"}),
