@@ -158,6 +158,32 @@ pub(crate) fn check_fork_point(
     Ok(())
 }
 
+/// Applies a settings change to `conv` (checked as at creation); true when the policy
+/// changed, so that its stable windows must be dropped.
+pub(crate) fn apply_update(
+    conv: &mut crate::model::Conversation,
+    update: &crate::model::ConversationUpdate,
+) -> Result<bool, crate::error::StoreError> {
+    use crate::codec::check_text;
+    if let Some(t) = &update.title {
+        check_text("title", t.as_deref().unwrap_or(""))?;
+        conv.title = t.clone();
+    }
+    if let Some(p) = &update.system_prompt {
+        check_text("system prompt", p.as_deref().unwrap_or(""))?;
+        conv.system_prompt = p.clone();
+    }
+    if let Some(m) = &update.metadata {
+        conv.metadata = m.clone();
+    }
+    let mut policy_changed = false;
+    if let Some(p) = &update.policy {
+        policy_changed = *p != conv.policy;
+        conv.policy = p.clone();
+    }
+    Ok(policy_changed)
+}
+
 /// How many forks conversation `$1` has.
 pub(crate) const FORK_COUNT: &str = "SELECT COUNT(*) FROM conversations WHERE parent_id = $1";
 

@@ -15,8 +15,8 @@ use crate::append_plan::replacement;
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    check_fork_point, count_at, fork_parent, fork_running, forks_of_sql, has_forks, owner,
-    page_upto_sql, redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL,
+    apply_update, check_fork_point, count_at, fork_parent, fork_running, forks_of_sql, has_forks,
+    owner, page_upto_sql, redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL,
     COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT,
     INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS, STATUS_AT, SYSTEM_UPTO, UPDATE_SETTINGS,
 };
@@ -337,25 +337,11 @@ impl PgStore {
         let mut tx = self.pool.begin().await?;
         Self::lock_running(&mut tx, tenant, id).await?;
         let mut conv = Self::get_in(&mut tx, tenant, id).await?;
-        if let Some(t) = &update.title {
-            check_text("title", t.as_deref().unwrap_or(""))?;
-            conv.title = t.clone();
-        }
-        if let Some(p) = &update.system_prompt {
-            check_text("system prompt", p.as_deref().unwrap_or(""))?;
-            conv.system_prompt = p.clone();
-        }
-        if let Some(m) = &update.metadata {
-            conv.metadata = m.clone();
-        }
-        if let Some(p) = &update.policy {
-            if *p != conv.policy {
-                sqlx::query(DELETE_STABLE_WINDOWS)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            conv.policy = p.clone();
+        if apply_update(&mut conv, update)? {
+            sqlx::query(DELETE_STABLE_WINDOWS)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
         }
         sqlx::query(UPDATE_SETTINGS)
             .bind(id)

@@ -10,10 +10,10 @@ use crate::append_plan::replacement;
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    check_fork_point, count_at, fork_parent, fork_running, has_forks, owner, page_upto_sql,
-    redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL, COPY_STABLE_WINDOWS, DESCENDANTS,
-    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS,
-    STATUS_AT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    apply_update, check_fork_point, count_at, fork_parent, fork_running, has_forks, owner,
+    page_upto_sql, redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL,
+    COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK,
+    LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS, STATUS_AT, SYSTEM_UPTO, UPDATE_SETTINGS,
 };
 use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
 use crate::statements::{
@@ -302,22 +302,8 @@ pub(super) fn update_settings(
     update: &ConversationUpdate,
 ) -> Result<Conversation, StoreError> {
     let mut conv = get(tx, tenant, id)?;
-    if let Some(t) = &update.title {
-        check_text("title", t.as_deref().unwrap_or(""))?;
-        conv.title = t.clone();
-    }
-    if let Some(p) = &update.system_prompt {
-        check_text("system prompt", p.as_deref().unwrap_or(""))?;
-        conv.system_prompt = p.clone();
-    }
-    if let Some(m) = &update.metadata {
-        conv.metadata = m.clone();
-    }
-    if let Some(p) = &update.policy {
-        if *p != conv.policy {
-            tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
-        }
-        conv.policy = p.clone();
+    if apply_update(&mut conv, update)? {
+        tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
     }
     let metadata = serde_json::Value::Object(conv.metadata.clone()).to_string();
     let policy = policy_text(conv.policy.as_ref())?;
