@@ -40,6 +40,13 @@ pub trait Embedder: Send + Sync {
 
     /// One L2-normalised embedding per text, in the order given.
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError>;
+
+    /// [`Embedder::embed`] for work nobody waits on (recall's vector catch-up): an embedder
+    /// that computes in-process keeps it to one core, so that the requests it runs behind
+    /// keep the others. By default the same as `embed`.
+    async fn embed_background(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        self.embed(texts).await
+    }
 }
 
 /// The directory `scripts/models.sh fetch` fills with all-MiniLM-L6-v2:

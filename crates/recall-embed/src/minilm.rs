@@ -237,6 +237,32 @@ impl Embedder for MiniLm {
         self.inner.dimension
     }
 
+    /// On a pool of one thread: candle's matrix products run on the current rayon pool, so
+    /// the catch-up takes one core whatever the machine has.
+    async fn embed_background(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        static BACKGROUND: std::sync::OnceLock<Option<rayon::ThreadPool>> =
+            std::sync::OnceLock::new();
+        let pool = BACKGROUND.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "recall-embed-background".into())
+                .build()
+                .ok()
+        });
+        let Some(pool) = pool else {
+            return self.embed(texts).await;
+        };
+        let inner = self.inner.clone();
+        let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        pool.spawn(move || {
+            let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+            let _ = tx.send(inner.embed(&refs));
+        });
+        rx.await
+            .map_err(|e| self.inner.fail(format!("the embedding task failed: {e}")))?
+    }
+
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return self.inner.embed(texts);

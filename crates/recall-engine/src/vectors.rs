@@ -78,7 +78,7 @@ impl Engine {
             let embedded = if refs.is_empty() {
                 Vec::new()
             } else {
-                e.embed(&refs).await?
+                e.embed_background(&refs).await?
             };
             let vectors: Vec<NewVector> = texts
                 .iter()
