@@ -4,31 +4,12 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::call;
 use recall_engine::{Engine, Limits};
 use recall_mcp::RecallMcp;
 use serde_json::{json, Value};
-
-/// Calls a tool; `Ok(structured)` or `Err(error text)` for an `isError` result.
-async fn call(mcp: &RecallMcp, tool: &str, args: Value) -> Result<Value, String> {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object");
-    };
-    let r = mcp
-        .call(tool, Some(args))
-        .await
-        .expect("not a protocol error");
-    let text = r
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default();
-    if r.is_error == Some(true) {
-        Err(text)
-    } else {
-        Ok(r.structured_content.expect("structured content"))
-    }
-}
 
 #[tokio::test]
 async fn a_reused_id_for_a_different_message_is_a_tool_error() {

@@ -5,35 +5,17 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use common::call;
 use recall_engine::llm::{AnthropicBackend, Backend, HttpConfig, RetryPolicy};
 use recall_engine::{Engine, Limits};
 use recall_mcp::RecallMcp;
 use recall_testkit::{anthropic, FakeServer, Reply};
-use serde_json::{json, Value};
-
-async fn call(mcp: &RecallMcp, tool: &str, args: Value) -> Result<Value, String> {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object");
-    };
-    let r = mcp
-        .call(tool, Some(args))
-        .await
-        .expect("not a protocol error");
-    let text = r
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default();
-    if r.is_error == Some(true) {
-        Err(text)
-    } else {
-        Ok(r.structured_content.expect("structured content"))
-    }
-}
+use serde_json::json;
 
 async fn replies() -> FakeServer {
     let n = Arc::new(AtomicUsize::new(0));

@@ -5,6 +5,9 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::call;
 use recall_core::context::{build_context, ContextRequest};
 use recall_core::parse::{parse_conversation, ParseOptions};
 use recall_core::policy::Format;
@@ -28,34 +31,6 @@ async fn fixture() -> Fixture {
     Fixture {
         mcp: RecallMcp::new(engine, "default").expect("server"),
         _dir: dir,
-    }
-}
-
-/// Calls a tool; `Ok(structured)` or `Err(error text)` for an `isError` result.
-async fn call(mcp: &RecallMcp, tool: &str, args: Value) -> Result<Value, String> {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object");
-    };
-    let r = mcp
-        .call(tool, Some(args))
-        .await
-        .expect("not a protocol error");
-    let text = r
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default();
-    if r.is_error == Some(true) {
-        assert!(r.structured_content.is_none());
-        Err(text)
-    } else {
-        let v = r.structured_content.expect("structured content");
-        assert_eq!(
-            serde_json::from_str::<Value>(&text).expect("text is JSON"),
-            v
-        );
-        Ok(v)
     }
 }
 
