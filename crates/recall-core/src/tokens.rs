@@ -25,6 +25,20 @@ use std::str::FromStr;
 /// Counts the tokens of a text.
 pub trait TokenCounter: Send + Sync {
     fn count(&self, text: &str) -> usize;
+
+    /// `Some(count)` when `text` has at most `limit` tokens, else `None`. The built-in
+    /// counters stop once the limit is passed, so checking whether a long text fits a small
+    /// budget costs about the budget, not the text.
+    ///
+    /// ```
+    /// use recall_core::tokens::{TokenCounter, Tokenizer};
+    /// assert_eq!(Tokenizer::Chars4.count_within("hello", 2), Some(2));
+    /// assert_eq!(Tokenizer::O200k.count_within(&"word ".repeat(1000), 10), None);
+    /// ```
+    fn count_within(&self, text: &str, limit: usize) -> Option<usize> {
+        let n = self.count(text);
+        (n <= limit).then_some(n)
+    }
 }
 
 /// The built-in counters.
@@ -88,6 +102,50 @@ impl TokenCounter for Tokenizer {
             Tokenizer::Cl100k => count_bpe(Vocab::Cl100k, text),
         }
     }
+
+    fn count_within(&self, text: &str, limit: usize) -> Option<usize> {
+        match self {
+            Tokenizer::Chars4 => {
+                // More than 4 × limit chars is more than `limit` tokens: stop there.
+                let chars = text.chars().take(limit.saturating_mul(4) + 1).count();
+                let n = chars.div_ceil(4);
+                (n <= limit).then_some(n)
+            }
+            Tokenizer::O200k => count_bpe_within(Vocab::O200k, text, limit),
+            Tokenizer::Cl100k => count_bpe_within(Vocab::Cl100k, text, limit),
+        }
+    }
+}
+
+/// Bytes of pieces counted at a time by [`count_bpe_within`] between two checks of the limit.
+const WITHIN_CHUNK: usize = 1024;
+
+/// [`count_bpe`] that stops once the count passes `limit`: the pieces are counted a chunk
+/// at a time (pieces are counted independently, so the sum over chunks is the count).
+fn count_bpe_within(vocab: Vocab, text: &str, limit: usize) -> Option<usize> {
+    let tok = reference(vocab);
+    let mut pieces = PieceEnds::new(vocab, tok, text);
+    let mut ends: Vec<usize> = Vec::new();
+    let mut total = 0;
+    let mut start = 0;
+    loop {
+        ends.clear();
+        for end in pieces.by_ref() {
+            ends.push(end - start);
+            if end - start >= WITHIN_CHUNK {
+                break;
+            }
+        }
+        let Some(&last) = ends.last() else {
+            return Some(total);
+        };
+        let chunk = &text[start..start + last];
+        total += count_pieces(vocab, tok, chunk, ends.iter().copied());
+        if total > limit {
+            return None;
+        }
+        start += last;
+    }
 }
 
 fn reference(vocab: Vocab) -> &'static bpe_openai::Tokenizer {
@@ -103,7 +161,16 @@ fn reference(vocab: Vocab) -> &'static bpe_openai::Tokenizer {
 /// off for o200k and cl100k in `bpe-openai`), so the text is split as given.
 fn count_bpe(vocab: Vocab, text: &str) -> usize {
     let tok = reference(vocab);
-    let ends = PieceEnds::new(vocab, tok, text);
+    count_pieces(vocab, tok, text, PieceEnds::new(vocab, tok, text))
+}
+
+/// The tokens of the pieces of `text` ending at `ends` (the last at the text's end).
+fn count_pieces(
+    vocab: Vocab,
+    tok: &bpe_openai::Tokenizer,
+    text: &str,
+    ends: impl Iterator<Item = usize>,
+) -> usize {
     cache::with(|cache| match cache {
         Some(cache) => cache.count(vocab, &tok.bpe, text, ends),
         None => {
@@ -401,6 +468,21 @@ mod tests {
         #[test]
         fn any_string_splits_exactly(text in any::<String>()) {
             assert_exact(&text);
+        }
+
+        /// `count_within` is `count` compared with the limit, for texts longer than its
+        /// chunks and limits on both sides of the count.
+        #[test]
+        fn count_within_is_count_under_a_limit(
+            atoms in prop::collection::vec(atom(true), 0..400),
+            slack in -40i64..40,
+        ) {
+            let text = atoms.concat();
+            for t in Tokenizer::ALL {
+                let n = t.count(&text);
+                let limit = usize::try_from((n as i64 + slack).max(0)).unwrap_or(0);
+                prop_assert_eq!(t.count_within(&text, limit), (n <= limit).then_some(n));
+            }
         }
     }
 

@@ -200,6 +200,14 @@ fn unit_of(
     keys.iter().all(|k| query.allows(k)).then_some(keys)
 }
 
+/// What is known of an excerpt's tokens.
+#[derive(Clone, Copy)]
+enum Cost {
+    Exact(u64),
+    /// More than this many.
+    Over(u64),
+}
+
 /// Chooses the recalled messages: for each hit in rank order, its unit (the message, or its
 /// tool pair whole) when it fits the budget, then the unit before it and the unit after it
 /// when each fits; a message is taken once. The budget covers the whole section: each
@@ -220,18 +228,30 @@ pub fn choose(
     let mut used = 0u64;
     let mut taken: HashSet<RecallKey> = HashSet::new();
     let mut out: Vec<RecalledMessage> = Vec::new();
-    let mut cost_cache: HashMap<RecallKey, u64> = HashMap::new();
-    let mut cost = |k: &RecallKey, c: &RecallCandidate| -> u64 {
-        *cost_cache.entry(k.clone()).or_insert_with(|| {
-            let e = excerpt(
-                c.conversation_id.as_deref(),
-                c.seq,
-                c.at,
-                &c.message,
-                escape,
-            );
-            counter.count(&e) as u64
-        })
+    // An excerpt's tokens when they fit `limit`, else `None`. Counting stops at the limit
+    // (most candidates of a small budget do not fit); the budget left only shrinks, so an
+    // excerpt over one limit is over every later one, and a known count is kept.
+    let mut cost_cache: HashMap<RecallKey, Cost> = HashMap::new();
+    let mut cost = |k: &RecallKey, c: &RecallCandidate, limit: u64| -> Option<u64> {
+        match cost_cache.get(k) {
+            Some(Cost::Exact(n)) => return (*n <= limit).then_some(*n),
+            Some(Cost::Over(l)) if limit <= *l => return None,
+            _ => {}
+        }
+        let e = excerpt(
+            c.conversation_id.as_deref(),
+            c.seq,
+            c.at,
+            &c.message,
+            escape,
+        );
+        let n = counter.count_within(&e, usize::try_from(limit).unwrap_or(usize::MAX));
+        let known = match n {
+            Some(n) => Cost::Exact(n as u64),
+            None => Cost::Over(limit),
+        };
+        cost_cache.insert(k.clone(), known);
+        n.map(|n| n as u64)
     };
     for hit in hits {
         let key = hit.key();
@@ -246,16 +266,20 @@ pub fn choose(
             if fresh.is_empty() {
                 return true;
             }
-            let costs: Vec<u64> = fresh
-                .iter()
-                .filter_map(|k| by_key.get(*k).map(|c| cost(k, c)))
-                .collect();
-            let extra: u64 =
-                costs.iter().sum::<u64>() + if out.is_empty() { frame_tokens } else { 0 };
-            if used + extra > query.budget {
+            let frame = if out.is_empty() { frame_tokens } else { 0 };
+            let Some(mut left) = query.budget.checked_sub(used + frame) else {
                 return false;
+            };
+            let mut costs: Vec<u64> = Vec::with_capacity(fresh.len());
+            for k in &fresh {
+                let Some(c) = by_key.get(*k) else { continue };
+                let Some(t) = cost(k, c, left) else {
+                    return false;
+                };
+                left -= t;
+                costs.push(t);
             }
-            used += extra;
+            used += frame + costs.iter().sum::<u64>();
             for (k, t) in fresh.into_iter().zip(costs) {
                 let Some(c) = by_key.get(k) else { continue };
                 taken.insert(k.clone());
