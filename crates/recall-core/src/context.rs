@@ -22,7 +22,7 @@ use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
 use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
 use crate::recall::{
-    choose, with_leading_text, Bm25Index, RecallCandidate, RecallQuery, RecallSection,
+    choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery, RecallSection,
 };
 use crate::render::{render, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
@@ -347,7 +347,7 @@ pub fn prepare(
 
 impl Prepared {
     /// Recall over history held in memory (`history`: what was gathered, oldest first, keyed
-    /// by index): BM25 over the messages older than the window, then [`choose`].
+    /// by index): the lexical ranking over the messages older than the window, then [`choose`].
     pub fn recall_in_memory(&self, history: &[HistoryMessage]) -> Option<RecallSection> {
         let q = self.recall.as_ref()?;
         let candidates: Vec<RecallCandidate> = history
@@ -360,7 +360,7 @@ impl Prepared {
                 at: None,
             })
             .collect();
-        let hits = Bm25Index::over(&candidates).rank(&q.terms, q.limit);
+        let hits = LexicalIndex::over(&candidates).rank(&q.terms, q.limit);
         Some(choose(
             q,
             &hits,

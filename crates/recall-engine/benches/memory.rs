@@ -39,7 +39,7 @@ use common::convo::{self, Conversation, Question};
 use common::facts::Category;
 use recall_core::context::ContextRequest;
 use recall_core::policy::{Count, Format, PolicyOverrides};
-use recall_core::recall::Bm25Index;
+use recall_core::recall::LexicalIndex;
 use recall_core::tokens::TokenCounter;
 use recall_engine::{Engine, ImportTarget, Limits, DEFAULT_TENANT as T};
 
@@ -429,9 +429,9 @@ fn report(loaded: &[Loaded], methods: &[Method], outcomes: &[Outcome]) -> String
     r
 }
 
-/// Why a recall context missed evidence: for each missing seq, its rank under BM25 (recall-core's
-/// in-memory index, the same formula as the store's) over the messages before the window, with
-/// the query terms recall used; and how many hits were recalled.
+/// Why a recall context missed evidence: for each missing seq, its rank under the lexical
+/// ranking (recall-core's in-memory index, the same ranking as the store's) over the messages
+/// before the window, with the query terms recall used; and how many hits were recalled.
 fn why(l: &Loaded, o: &Outcome) -> String {
     let Some(start) = o.window_start else {
         return "empty window".into();
@@ -443,13 +443,13 @@ fn why(l: &Loaded, o: &Outcome) -> String {
         .filter(|(&s, _)| s < start)
         .map(|(&s, t)| (s, t.text.as_str()))
         .collect();
-    let ranked = Bm25Index::new(older.iter().copied()).rank(&o.terms, usize::MAX);
+    let ranked = LexicalIndex::new(older.iter().copied()).rank(&o.terms, usize::MAX);
     let each: Vec<String> = o
         .missing
         .iter()
         .map(|seq| match ranked.iter().position(|r| r.seq == *seq) {
-            Some(rank) => format!("seq {seq} BM25 rank {} of {}", rank + 1, ranked.len()),
-            None => format!("seq {seq} holds no query term"),
+            Some(rank) => format!("seq {seq} lexical rank {} of {}", rank + 1, ranked.len()),
+            None => format!("seq {seq} not ranked (no query term among a term's best postings)"),
         })
         .collect();
     format!(

@@ -8,7 +8,8 @@
 //!    [`query_terms`];
 //! 3. ranks the messages older than the window (a store: `seq` below the window's first;
 //!    with `recall_scope: tenant`, the tenant's other conversations too): BM25 with OR
-//!    semantics ([`Bm25Index`] in memory), fused with semantic similarity when an embedder is
+//!    semantics from per-message term weights, one definition in memory ([`LexicalIndex`])
+//!    and in the stores (see `lexical`), fused with semantic similarity when an embedder is
 //!    configured ([`reciprocal_rank_fusion`]);
 //! 4. [`choose`]s within `recall_tokens`: each hit in rank order with its tool pair whole,
 //!    then the message before and after it when they fit; chronological, deduplicated;
@@ -19,7 +20,7 @@
 //!
 //! ```
 //! use recall_core::message::{Message, Role};
-//! use recall_core::recall::{choose, Bm25Index, RecallCandidate, RecallQuery};
+//! use recall_core::recall::{choose, LexicalIndex, RecallCandidate, RecallQuery};
 //! use recall_core::policy::RecallScope;
 //! use recall_core::tokens::Tokenizer;
 //! let old = ["My sister Ana lives in Lisbon.", "Nice!", "What's for dinner?", "Soup."];
@@ -30,7 +31,7 @@
 //!     at: None,
 //! }).collect();
 //! let q = RecallQuery::new("Where does Ana live?", 5, 200, RecallScope::Conversation);
-//! let idx = Bm25Index::over(&cands);
+//! let idx = LexicalIndex::over(&cands);
 //! let hits = idx.rank(&q.terms, q.limit);
 //! let s = choose(&q, &hits, &cands, &Tokenizer::O200k, true, true);
 //! let seqs: Vec<i64> = s.messages.iter().map(|m| m.seq).collect();
@@ -38,19 +39,22 @@
 //! assert!(s.text.starts_with("<recalled_messages>\n"));
 //! ```
 
-mod bm25;
 mod fuse;
+mod lexical;
 mod section;
 mod terms;
 mod vector;
 
-pub use bm25::{searchable_text, Bm25Index};
 pub use fuse::{reciprocal_rank_fusion, RRF_K};
+pub use lexical::{
+    doc_terms, idf, posting_order, rank_postings, ranked_terms, searchable_text, term_weight,
+    LexicalIndex, Posting, TermList, B, K1, POSTINGS_PER_TERM, RANKED_TERMS, REF_LEN,
+};
 pub use section::{
     choose, date_of_millis, excerpt_text, render_section, with_leading_text, RECALL_CLOSE,
     RECALL_INTRO, RECALL_INTRO_TENANT, RECALL_OPEN,
 };
-pub use terms::{is_stop_word, query_terms, words, MAX_TERMS, STOP_WORDS};
+pub use terms::{is_stop_word, query_terms, words, MAX_TERMS, MAX_TERM_BYTES, STOP_WORDS};
 pub use vector::{dot, vector_from_bytes, vector_to_bytes, CosineTop};
 
 use crate::message::Message;

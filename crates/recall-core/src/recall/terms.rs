@@ -7,6 +7,10 @@ use std::collections::HashSet;
 /// must look up, and a long message says what it is about well before its 32nd word.
 pub const MAX_TERMS: usize = 32;
 
+/// The longest word that is a term, in bytes: a longer one (an identifier, a hash, base64)
+/// is left out of queries and of the index rather than stored as a key.
+pub const MAX_TERM_BYTES: usize = 64;
+
 /// Words too common to say what a message is about. Matching on them would rank by length and
 /// luck; both stores would also pay for their long posting lists.
 pub const STOP_WORDS: &[&str] = &[
@@ -160,8 +164,8 @@ pub fn is_stop_word(w: &str) -> bool {
     STOP_WORDS.binary_search(&w).is_ok()
 }
 
-/// The query terms of `text`: its words without stop words and punctuation, each once, in
-/// the order they first appear, at most [`MAX_TERMS`].
+/// The query terms of `text`: its words without stop words, punctuation and words over
+/// [`MAX_TERM_BYTES`], each once, in the order they first appear, at most [`MAX_TERMS`].
 ///
 /// ```
 /// use recall_core::recall::query_terms;
@@ -174,7 +178,7 @@ pub fn is_stop_word(w: &str) -> bool {
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
     words(text)
-        .filter(|w| !is_stop_word(w))
+        .filter(|w| w.len() <= MAX_TERM_BYTES && !is_stop_word(w))
         .filter(|w| seen.insert(w.clone()))
         .take(MAX_TERMS)
         .collect()
