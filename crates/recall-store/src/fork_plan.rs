@@ -119,6 +119,25 @@ pub(crate) const CHAIN_SQL: &str = "WITH RECURSIVE chain (id, parent_id, fork_se
      JOIN chain ON c.id = chain.parent_id) \
      SELECT id, parent_id, fork_seq FROM chain ORDER BY depth";
 
+/// The segments of conversation `id`'s history (both placeholders, e.g. `$1`, `$2`: the
+/// conversation and its tenant) as common table expressions for a `WITH RECURSIVE` clause:
+/// `ch` the chain ([`CHAIN_SQL`]'s rows), and `g (id, depth, lo, upto)`, one row per segment
+/// (depth 0 the conversation itself, 1 its parent, …; `lo` and `upto` as `after` and `upto`
+/// in [`Segment`]). Nothing when
+/// the conversation is not the tenant's. A statement reads "this history" as the rows of `g`'s
+/// conversations with `seq <= g.upto` (a segment's own rows all lie above its `after`), so a
+/// fork's queries cross into its parent's rows with no other change.
+pub(crate) fn history_segments(id: &str, tenant: &str) -> String {
+    format!(
+        "ch (id, parent_id, fork_seq, depth) AS (\
+         SELECT id, parent_id, fork_seq, 0 FROM conversations WHERE id = {id} AND tenant = {tenant} \
+         UNION ALL SELECT p.id, p.parent_id, p.fork_seq, ch.depth + 1 FROM conversations p \
+         JOIN ch ON p.id = ch.parent_id), \
+         g AS MATERIALIZED (SELECT id, depth, \
+         CASE WHEN parent_id IS NULL THEN 0 ELSE fork_seq END AS lo, COALESCE(LAG(fork_seq) OVER (ORDER BY depth), 9223372036854775807) AS upto FROM ch)"
+    )
+}
+
 /// The running totals of the newest message of conversation `$1` at or before seq `$2`:
 /// o200k, cl100k, chars, chars4, cuts.
 pub(crate) const LAST_CUM: &str = "SELECT cum_o200k, cum_cl100k, cum_chars, cum_chars4, \

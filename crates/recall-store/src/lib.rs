@@ -49,6 +49,7 @@ mod keys;
 mod model;
 mod options;
 mod postgres;
+mod recall_plan;
 mod search;
 mod sqlite;
 mod stable;
@@ -232,13 +233,16 @@ pub trait Store: Send + Sync {
         query: &str,
         limit: u32,
     ) -> Result<Vec<SearchHit>, StoreError>;
-    /// Recall's lexical ranking (`recall_core::recall`): the messages that hold any of
-    /// `query.terms` (OR), best first (SQLite FTS5 `bm25()`, PostgreSQL `ts_rank_cd` with the
-    /// `simple` configuration), at most `query.limit`. In `conversation` scope, this
-    /// conversation's messages below `query.before` (never the window); in `tenant` scope,
-    /// those and every message of the tenant's other conversations, never another tenant's.
-    /// System messages are left out (they are in every system prompt). Hits in this
-    /// conversation have no conversation id; others carry theirs.
+    /// Recall's lexical ranking: the messages that hold any of `query.terms` (OR), best
+    /// first, at most `query.limit`. In `conversation` scope, the messages of this
+    /// conversation's history (a fork's prefix included) below `query.before` (never the
+    /// window), ranked by `recall_core::recall::rank_postings` over the store's recall index
+    /// (caught up first), so both databases and `recall render` agree; in `tenant` scope,
+    /// those and every message of the tenant's other conversations, never another tenant's,
+    /// ranked by the search index (SQLite FTS5 `bm25()`, PostgreSQL `ts_rank_cd`, `simple`
+    /// configuration). System messages are left out (they are in every system prompt). Hits
+    /// in this history have no conversation id; others carry theirs. Another tenant's
+    /// conversation is [`StoreError::ConversationNotFound`].
     async fn recall_lexical(
         &self,
         tenant: &str,

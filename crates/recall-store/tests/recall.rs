@@ -9,8 +9,8 @@ mod common;
 
 use recall_core::message::{Block, Message, Role, ToolResultContent};
 use recall_core::policy::RecallScope;
-use recall_core::recall::{RecallKey, RecallQuery};
-use recall_store::{NewConversation, NewMessage, Store, StoreError};
+use recall_core::recall::{searchable_text, LexicalIndex, RecallKey, RecallQuery};
+use recall_store::{NewConversation, NewFork, NewMessage, Store, StoreError};
 use serde_json::json;
 
 const T: &str = "default";
@@ -106,14 +106,17 @@ async fn lexical_or_semantics_below_the_window(s: &dyn Store) {
             .await
             .is_empty()
     );
-    assert!(hits(
-        s,
-        "other",
-        &id,
-        &query("Lisbon", 9, RecallScope::Conversation)
-    )
-    .await
-    .is_empty());
+    // Another tenant's conversation is not found, in either scope.
+    for scope in [RecallScope::Conversation, RecallScope::Tenant] {
+        let err = s
+            .recall_lexical("other", &id, &query("Lisbon", 9, scope))
+            .await
+            .expect_err("another tenant");
+        assert!(
+            matches!(err, StoreError::ConversationNotFound(_)),
+            "{err:?}"
+        );
+    }
     // Limit.
     let mut q = query("Lisbon tomatoes", 9, RecallScope::Conversation);
     q.limit = 2;
@@ -278,6 +281,118 @@ async fn recall_follows_updates_and_clears(s: &dyn Store) {
     append(s, T, &id, vec![user("walrus"), user("walrus")]).await;
     let q = query("walrus", 5, RecallScope::Conversation);
     assert_eq!(hits(s, T, &id, &q).await, [(None, 4)]);
+}
+
+/// The store's ranking of `id` against recall-core's in-memory one (`LexicalIndex`, what
+/// `recall render` runs) over the same messages: random queries and window starts, the same
+/// hits in the same order with the same scores.
+async fn same_ranking_as_memory(s: &dyn Store, id: &str, rng: &mut common::Rng, what: &str) {
+    let all = common::all_messages(s, T, id).await;
+    let last = all.last().map_or(1, |m| m.seq);
+    for round in 0..16 {
+        let before = i64::try_from(rng.range(1, (last + 1) as u64)).unwrap();
+        let words = rng.range(1, 10);
+        let text = common::text(rng, words);
+        let q = query(&text, before, RecallScope::Conversation);
+        let texts: Vec<(i64, String)> = all
+            .iter()
+            .filter(|m| m.seq < before && m.message.role != Role::System)
+            .map(|m| (m.seq, searchable_text(&m.message)))
+            .collect();
+        let want = LexicalIndex::new(texts.iter().map(|(seq, t)| (*seq, t.as_str())))
+            .rank(&q.terms, q.limit);
+        let got = s.recall_lexical(T, id, &q).await.expect("recall").hits;
+        let ctx = format!(
+            "{what}, round {round}: before {before}, terms {:?}",
+            q.terms
+        );
+        assert_eq!(
+            got.iter().map(|h| h.seq).collect::<Vec<_>>(),
+            want.iter().map(|h| h.seq).collect::<Vec<_>>(),
+            "{ctx}"
+        );
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.conversation_id.is_none(), "{ctx}");
+            assert!(
+                (g.score - w.score).abs() <= 1e-9 * w.score.abs().max(1.0),
+                "{ctx}: seq {} scored {} against {}",
+                g.seq,
+                g.score,
+                w.score
+            );
+        }
+    }
+}
+
+/// One ranking everywhere: a random conversation (tool pairs, system messages, punctuation,
+/// non-ASCII words, terms held by more messages than a ranking reads), a fork of it with
+/// messages of its own, and both again after a redaction in the shared prefix and an update
+/// of the fork's own rows moved the index back.
+async fn ranking_is_recall_cores(s: &dyn Store) {
+    let mut rng = common::Rng::new(0x7265_6361_6c6c);
+    let id = conv(s, T).await;
+    append(s, T, &id, common::conversation(&mut rng, 400)).await;
+    same_ranking_as_memory(s, &id, &mut rng, "conversation").await;
+    let fork = s
+        .fork_conversation(T, &id, 250, NewFork::default())
+        .await
+        .expect("fork")
+        .id;
+    append(s, T, &fork, common::conversation(&mut rng, 150)).await;
+    same_ranking_as_memory(s, &fork, &mut rng, "fork").await;
+    s.redact_message(T, &id, 10).await.expect("redact");
+    s.update_message(
+        T,
+        &fork,
+        300,
+        NewMessage::complete(user("memory tokens Ωμέγα")),
+    )
+    .await
+    .expect("update");
+    same_ranking_as_memory(s, &id, &mut rng, "conversation after a redaction").await;
+    same_ranking_as_memory(s, &fork, &mut rng, "fork after a redaction and an update").await;
+    // More messages, then the index catches up from where it was.
+    append(s, T, &fork, common::conversation(&mut rng, 50)).await;
+    same_ranking_as_memory(s, &fork, &mut rng, "fork, appended to").await;
+}
+
+/// Two stores on one database (two processes' worth of connections) catching up the same
+/// conversation's index at once: both finish, neither fails on the other's rows, and both
+/// rank as memory does afterwards.
+async fn concurrent_catch_ups(a: &dyn Store, b: &dyn Store) {
+    let mut rng = common::Rng::new(7);
+    let id = conv(a, T).await;
+    // More than one catch-up batch (`INDEX_BATCH`, 1,000 messages).
+    append(a, T, &id, common::conversation(&mut rng, 2_500)).await;
+    let q = query(
+        "memory conversation tokens",
+        2_400,
+        RecallScope::Conversation,
+    );
+    let (ra, rb) = tokio::join!(a.recall_lexical(T, &id, &q), b.recall_lexical(T, &id, &q));
+    let (ra, rb) = (ra.expect("first store"), rb.expect("second store"));
+    let seqs = |h: &[recall_core::recall::Ranked]| h.iter().map(|h| h.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(&ra.hits), seqs(&rb.hits));
+    assert!(!ra.hits.is_empty());
+    same_ranking_as_memory(a, &id, &mut rng, "after concurrent catch-ups").await;
+}
+
+#[tokio::test]
+async fn sqlite_concurrent_catch_ups() {
+    let db = common::sqlite().await;
+    let other = recall_store::SqliteStore::open(&db.path)
+        .await
+        .expect("second store");
+    concurrent_catch_ups(&db.store, &other).await;
+}
+
+#[tokio::test]
+async fn postgres_concurrent_catch_ups() {
+    let Some(db) = common::pg().await else { return };
+    let other = recall_store::PgStore::connect(&db.db.url)
+        .await
+        .expect("second store");
+    concurrent_catch_ups(&db.store, &other).await;
 }
 
 /// A unit vector along axis `i` of 4, tilted toward axis `j` by `t`.
@@ -493,4 +608,5 @@ suite!(
     neighbours_are_read_by_seq,
     recall_follows_updates_and_clears,
     vectors_backlog_save_and_rank,
+    ranking_is_recall_cores,
 );

@@ -1,14 +1,26 @@
-//! Recall on PostgreSQL: `ts_rank_cd` over the messages older than the window (OR over the
-//! query terms, through the `messages_fts` expression index, which follows every write), and
-//! the hits' neighbours read by seq.
+//! Recall on PostgreSQL. In `conversation` scope: the lexical index of migration 0007
+//! (`recall_plan`), caught up first below the window, read along the history's chain (a fork
+//! reaches its parent's prefix) in two statements, ranked by recall-core. In `tenant` scope:
+//! `ts_rank_cd` over the tenant's messages (OR over the query terms, through the
+//! `messages_fts` expression index, which follows every write). The hits' neighbours are read
+//! by seq.
+
+use std::collections::HashMap;
 
 use recall_core::policy::RecallScope;
-use recall_core::recall::{Ranked, RecallCandidate, RecallKey, RecallQuery};
+use recall_core::recall::{
+    rank_postings, ranked_terms, Posting, Ranked, RecallCandidate, RecallKey, RecallQuery,
+    TermList, POSTINGS_PER_TERM,
+};
 use sqlx::Row;
 
 use super::{stored_at, PgStore};
 use crate::error::StoreError;
 use crate::model::RecallHits;
+use crate::recall_plan::{
+    batch_terms, index_rows, merge_postings, recall_ranges, RecallRange, DOCS_AT, INDEX_BATCH,
+    INDEX_SOURCE, RECALL_PROGRESS, SET_RECALL_PROGRESS,
+};
 use crate::statements::message_columns_of;
 
 /// The tsquery text for OR over `terms`: each a quoted lexeme (terms are letters and digits
@@ -21,8 +33,220 @@ fn or_tsquery(terms: &[String]) -> String {
         .join(" | ")
 }
 
+/// The running figures below the end of each range (`$1` ids, `$2` ends), summed over the
+/// ranges: a row `(0, N)` for the messages and `(j, df)` for term `j` of `$3` (1-based).
+const FIGURES: &str = "SELECT 0::bigint, COALESCE(SUM((SELECT n FROM recall_docs d \
+     WHERE d.conversation_id = r.id AND d.seq <= r.hi ORDER BY d.seq DESC LIMIT 1)), 0)::bigint \
+     FROM unnest($1::text[], $2::bigint[]) AS r(id, hi) \
+     UNION ALL SELECT t.j, COALESCE(SUM((SELECT p.df FROM recall_postings p \
+     WHERE p.conversation_id = r.id AND p.term = t.term AND p.seq <= r.hi \
+     ORDER BY p.seq DESC LIMIT 1)), 0)::bigint \
+     FROM unnest($3::text[]) WITH ORDINALITY AS t(term, j) \
+     CROSS JOIN unnest($1::text[], $2::bigint[]) AS r(id, hi) GROUP BY t.j";
+
+/// Each term's (`$3`, 1-based `j`) best postings in each range (`$1` ids, `$2` ends), at most
+/// `$4` per range: j, seq, weight.
+const BEST_POSTINGS: &str = "SELECT t.j, b.seq, b.weight \
+     FROM unnest($3::text[]) WITH ORDINALITY AS t(term, j) \
+     CROSS JOIN unnest($1::text[], $2::bigint[]) AS r(id, hi) \
+     CROSS JOIN LATERAL (SELECT p.seq, p.weight FROM recall_postings p \
+     WHERE p.conversation_id = r.id AND p.term = t.term AND p.seq <= r.hi \
+     ORDER BY p.weight DESC, p.seq DESC LIMIT $4) AS b";
+
+/// The `df` of each term of `$2` in conversation `$1` at its newest posting (0 for none).
+const DFS: &str = "SELECT t.term, COALESCE((SELECT p.df FROM recall_postings p \
+     WHERE p.conversation_id = $1 AND p.term = t.term ORDER BY p.seq DESC LIMIT 1), 0)::bigint \
+     FROM unnest($2::text[]) AS t(term)";
+
+/// The ranges' ids and ends, as two arrays for `unnest`.
+fn range_arrays(ranges: &[RecallRange]) -> (Vec<String>, Vec<i64>) {
+    ranges.iter().map(|r| (r.id.clone(), r.hi)).unzip()
+}
+
 impl PgStore {
-    /// `ts_rank_cd` hits for `query` (see [`crate::Store::recall_lexical`]).
+    /// Indexes the next messages of conversation `id` up to `hi` (at most `INDEX_BATCH`) in
+    /// one transaction under the conversation's index lock (migration 0007); how far it is
+    /// indexed then.
+    async fn index_batch(&self, id: &str, hi: i64) -> Result<i64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('recall_index:' || $1, 0))")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let done: i64 = sqlx::query_scalar(RECALL_PROGRESS)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .unwrap_or(0);
+        if done >= hi {
+            return Ok(done);
+        }
+        let messages: Vec<(i64, String, String)> = sqlx::query_as(INDEX_SOURCE)
+            .bind(id)
+            .bind(done)
+            .bind(hi)
+            .bind(INDEX_BATCH)
+            .fetch_all(&mut *tx)
+            .await?;
+        let last_n: i64 = sqlx::query_scalar(DOCS_AT)
+            .bind(id)
+            .bind(done)
+            .fetch_optional(&mut *tx)
+            .await?
+            .unwrap_or(0);
+        let terms = batch_terms(&messages)?;
+        let dfs: HashMap<String, i64> = sqlx::query_as::<_, (String, i64)>(DFS)
+            .bind(id)
+            .bind(&terms)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .collect();
+        let rows = index_rows(&messages, last_n, |t| Ok(dfs.get(t).copied().unwrap_or(0)))?;
+        let (seqs, ns, lists): (Vec<i64>, Vec<i64>, Vec<String>) = rows
+            .docs
+            .iter()
+            .map(|(seq, n, terms)| (*seq, *n, terms.join(" ")))
+            .fold((vec![], vec![], vec![]), |mut acc, (a, b, c)| {
+                acc.0.push(a);
+                acc.1.push(b);
+                acc.2.push(c);
+                acc
+            });
+        sqlx::query(
+            "INSERT INTO recall_docs (conversation_id, seq, n, terms) \
+             SELECT $1, d.seq, d.n, CASE WHEN d.terms = '' THEN '{}'::text[] \
+             ELSE string_to_array(d.terms, ' ') END \
+             FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS d(seq, n, terms)",
+        )
+        .bind(id)
+        .bind(&seqs)
+        .bind(&ns)
+        .bind(&lists)
+        .execute(&mut *tx)
+        .await?;
+        let mut terms = Vec::with_capacity(rows.postings.len());
+        let mut pseqs = Vec::with_capacity(rows.postings.len());
+        let mut weights = Vec::with_capacity(rows.postings.len());
+        let mut dfs = Vec::with_capacity(rows.postings.len());
+        for (t, seq, w, df) in rows.postings {
+            terms.push(t);
+            pseqs.push(seq);
+            weights.push(w);
+            dfs.push(df);
+        }
+        sqlx::query(
+            "INSERT INTO recall_postings (conversation_id, term, seq, weight, df) \
+             SELECT $1, p.term, p.seq, p.weight, p.df \
+             FROM unnest($2::text[], $3::bigint[], $4::float8[], $5::bigint[]) AS p(term, seq, weight, df)",
+        )
+        .bind(id)
+        .bind(&terms)
+        .bind(&pseqs)
+        .bind(&weights)
+        .bind(&dfs)
+        .execute(&mut *tx)
+        .await?;
+        let reached = match messages.last() {
+            Some((seq, _, _)) if (messages.len() as i64) == INDEX_BATCH => *seq,
+            _ => hi,
+        };
+        sqlx::query(SET_RECALL_PROGRESS)
+            .bind(id)
+            .bind(reached)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(reached)
+    }
+
+    /// The parts of conversation `id`'s history that `query` may reach (`conversation`
+    /// scope), its lexical index caught up over them first.
+    async fn recall_index(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+    ) -> Result<Vec<RecallRange>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let ranges = recall_ranges(&Self::chain(&mut conn, tenant, id).await?, query.before);
+        let (ids, _) = range_arrays(&ranges);
+        let done: HashMap<String, i64> = sqlx::query_as::<_, (String, i64)>(
+            "SELECT conversation_id, recall_seq FROM recall_progress \
+             WHERE conversation_id = ANY($1::text[])",
+        )
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
+        drop(conn);
+        for r in &ranges {
+            if done.get(&r.id).copied().unwrap_or(0) < r.hi {
+                while self.index_batch(&r.id, r.hi).await? < r.hi {}
+            }
+        }
+        Ok(ranges)
+    }
+
+    /// The lexical hits over `ranges` (see `recall_plan`): two statements, the figures and
+    /// then the ranked terms' best postings.
+    async fn rank(
+        &self,
+        ranges: &[RecallRange],
+        terms: &[String],
+        limit: usize,
+    ) -> Result<Vec<Ranked>, StoreError> {
+        let (ids, his) = range_arrays(ranges);
+        let figures: Vec<(i64, i64)> = sqlx::query_as(FIGURES)
+            .bind(&ids)
+            .bind(&his)
+            .bind(terms)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut n = 0u64;
+        let mut dfs = vec![0u64; terms.len()];
+        for (j, v) in figures {
+            let v = v.max(0) as u64;
+            match usize::try_from(j) {
+                Ok(0) => n = v,
+                Ok(j) if j <= terms.len() => dfs[j - 1] = v,
+                _ => {}
+            }
+        }
+        let ranked = ranked_terms(&dfs);
+        if ranked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let chosen: Vec<String> = ranked.iter().map(|&i| terms[i].clone()).collect();
+        let rows: Vec<(i64, i64, f64)> = sqlx::query_as(BEST_POSTINGS)
+            .bind(&ids)
+            .bind(&his)
+            .bind(&chosen)
+            .bind(POSTINGS_PER_TERM as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut per_term: Vec<Vec<Posting>> = vec![Vec::new(); chosen.len()];
+        for (j, seq, weight) in rows {
+            if let Some(list) = usize::try_from(j)
+                .ok()
+                .and_then(|j| per_term.get_mut(j - 1))
+            {
+                list.push(Posting { seq, weight });
+            }
+        }
+        let lists: Vec<TermList> = ranked
+            .iter()
+            .zip(per_term)
+            .map(|(&i, postings)| TermList {
+                df: dfs[i],
+                postings: merge_postings(vec![postings]),
+            })
+            .collect();
+        Ok(rank_postings(n, &lists, limit))
+    }
+
+    /// The lexical hits for `query` (see [`crate::Store::recall_lexical`]).
     pub(super) async fn recall_hits(
         &self,
         tenant: &str,
@@ -35,46 +259,52 @@ impl PgStore {
                 complete: true,
             });
         }
+        let hits = match query.scope {
+            RecallScope::Conversation => {
+                let ranges = self.recall_index(tenant, id, query).await?;
+                self.rank(&ranges, &query.terms, query.limit).await?
+            }
+            RecallScope::Tenant => self.tenant_hits(tenant, id, query).await?,
+        };
+        Ok(RecallHits {
+            hits,
+            complete: true,
+        })
+    }
+
+    /// `ts_rank_cd` hits over the tenant's messages (`tenant` scope).
+    async fn tenant_hits(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+    ) -> Result<Vec<Ranked>, StoreError> {
         // The tsvector expression is the index's, character for character, so the index is
         // used.
-        let sql = match query.scope {
-            RecallScope::Conversation => {
-                "SELECT NULL::text, m.seq, \
-                 ts_rank_cd(to_tsvector('simple'::regconfig, recall_message_text(m.content)), q)::float8 AS score \
-                 FROM messages m JOIN conversations c ON c.id = m.conversation_id, \
-                 to_tsquery('simple'::regconfig, $1) AS q \
-                 WHERE m.conversation_id = $2 AND c.tenant = $3 AND m.seq < $4 \
-                 AND m.role <> 'system' \
-                 AND to_tsvector('simple'::regconfig, recall_message_text(m.content)) @@ q \
-                 ORDER BY score DESC, m.seq LIMIT $5"
-            }
-            RecallScope::Tenant => {
-                "SELECT CASE WHEN m.conversation_id = $2 THEN NULL ELSE m.conversation_id END, \
-                 m.seq, \
-                 ts_rank_cd(to_tsvector('simple'::regconfig, recall_message_text(m.content)), q)::float8 AS score \
-                 FROM messages m JOIN conversations c ON c.id = m.conversation_id, \
-                 to_tsquery('simple'::regconfig, $1) AS q \
-                 WHERE c.tenant = $3 AND (m.conversation_id <> $2 OR m.seq < $4) \
-                 AND m.role <> 'system' \
-                 AND to_tsvector('simple'::regconfig, recall_message_text(m.content)) @@ q \
-                 ORDER BY score DESC, m.conversation_id, m.seq LIMIT $5"
-            }
-        };
+        let sql = "SELECT CASE WHEN m.conversation_id = $2 THEN NULL ELSE m.conversation_id END, \
+             m.seq, \
+             ts_rank_cd(to_tsvector('simple'::regconfig, recall_message_text(m.content)), q)::float8 AS score \
+             FROM messages m JOIN conversations c ON c.id = m.conversation_id, \
+             to_tsquery('simple'::regconfig, $1) AS q \
+             WHERE c.tenant = $3 AND (m.conversation_id <> $2 OR m.seq < $4) \
+             AND m.role <> 'system' \
+             AND to_tsvector('simple'::regconfig, recall_message_text(m.content)) @@ q \
+             ORDER BY score DESC, m.conversation_id, m.seq LIMIT $5";
+        let mut conn = self.pool.acquire().await?;
+        let segs = Self::chain(&mut conn, tenant, id).await?;
         let rows: Vec<(Option<String>, i64, f64)> = sqlx::query_as(sql)
             .bind(or_tsquery(&query.terms))
             .bind(id)
             .bind(tenant)
             .bind(query.before)
             .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *conn)
             .await?;
-        Ok(RecallHits {
-            hits: rows
-                .into_iter()
-                .map(|(c, seq, score)| Ranked::new(c, seq, score))
-                .collect(),
-            complete: true,
-        })
+        let hits = rows
+            .into_iter()
+            .map(|(c, seq, score)| Ranked::new(c, seq, score))
+            .collect();
+        Ok(crate::search::tenant_hits_in_history(&segs, query, hits))
     }
 
     /// The messages under `keys` (see [`crate::Store::recall_messages`]).
@@ -85,7 +315,11 @@ impl PgStore {
         query: &RecallQuery,
         keys: &[RecallKey],
     ) -> Result<Vec<RecallCandidate>, StoreError> {
-        let pairs = crate::search::recall_pairs(id, query, keys);
+        let segs = {
+            let mut conn = self.pool.acquire().await?;
+            Self::chain(&mut conn, tenant, id).await?
+        };
+        let pairs = crate::search::recall_pairs(&segs, query, keys);
         if pairs.is_empty() {
             return Ok(Vec::new());
         }
@@ -108,7 +342,7 @@ impl PgStore {
                 let conv: String = r.try_get(11)?;
                 let m = stored_at(r, 0)?;
                 Ok(RecallCandidate {
-                    conversation_id: (conv != id).then_some(conv),
+                    conversation_id: crate::search::recall_key_conversation(&segs, &conv, m.seq),
                     seq: m.seq,
                     message: m.message,
                     at: Some(m.created_at),

@@ -17,7 +17,7 @@ use sqlx::Row;
 use super::{conversation_at, stored_at, PgStore};
 use crate::codec::decode_message;
 use crate::error::StoreError;
-use crate::fork_plan::Segment;
+use crate::fork_plan::{history_segments, Segment};
 use crate::model::{Conversation, StoredMessage};
 use crate::stable::{stable_key, StableRow, StableStart};
 use crate::statements::{CONVERSATION_COLUMNS, MESSAGE_COLUMNS, STABLE_WINDOW};
@@ -34,17 +34,37 @@ fn sql_max(a: &str, b: &str) -> String {
     format!("GREATEST({a}, {b})")
 }
 
-/// The oldest start a budget lets a selection reach, as an SQL expression over the
-/// `messages` of conversation `$1` (see `budget_start`): 0 when `threshold` is not positive.
-fn budget_start_sql(column: &str, threshold: &str) -> String {
-    let first = format!(
-        "(SELECT cum_cuts FROM messages WHERE conversation_id = $1 AND {column} >= {threshold} \
-         ORDER BY {column}, seq LIMIT 1)"
-    );
+/// The first message of the history (along the segments `g`) whose running total in
+/// `column` reaches `x`, as an SQL expression giving its `out` column (`seq` or `cum_cuts`);
+/// NULL when none does. Running totals continue each other along a chain, so it is the one
+/// found in the oldest segment that holds one; within a segment one index probe tells: when
+/// the first row reaching `x` lies past the segment's end, no row of it does (totals never go
+/// down). A fork's own rows start after its fork point, so no lower bound is needed.
+fn reaching(out: &str, column: &str, x: &str) -> String {
     format!(
-        "CASE WHEN {threshold} > 0 THEN COALESCE((SELECT seq FROM messages \
-         WHERE conversation_id = $1 AND cum_cuts >= {first} AND {first} > 0 \
-         ORDER BY cum_cuts, seq LIMIT 1), 0) ELSE 0 END"
+        "(SELECT f.{out} FROM g CROSS JOIN LATERAL (SELECT seq, cum_cuts FROM messages \
+         WHERE conversation_id = g.id AND {column} >= {x} ORDER BY {column}, seq LIMIT 1) f \
+         WHERE f.seq <= g.upto ORDER BY g.depth DESC LIMIT 1)"
+    )
+}
+
+/// The cut count of the first message whose running total in `column` reaches `threshold`,
+/// NULL when `threshold` is not positive or nothing reaches it: the first half of a budget's
+/// start (see `budget_start`), finished by [`budget_start_sql`].
+fn budget_cuts_sql(column: &str, threshold: &str) -> String {
+    format!(
+        "CASE WHEN {threshold} > 0 THEN {} END",
+        reaching("cum_cuts", column, threshold)
+    )
+}
+
+/// The oldest start a budget lets a selection reach, from its cut count `cuts` (of
+/// [`budget_cuts_sql`]): the cut point with that count, 0 for none (the window starts at the
+/// beginning).
+fn budget_start_sql(cuts: &str) -> String {
+    format!(
+        "CASE WHEN {cuts} > 0 THEN COALESCE({}, 0) ELSE 0 END",
+        reaching("seq", "cum_cuts", cuts)
     )
 }
 
@@ -52,12 +72,14 @@ fn budget_start_sql(column: &str, threshold: &str) -> String {
 /// transaction, still one snapshot (a statement reads one snapshot on SQLite and PostgreSQL):
 /// the conversation row, the stable window's state, the turn and budget probes of
 /// `WindowBounds` computed from the row's totals, and the messages from the start they give
-/// plus every system message. Parameters: `$1` id, `$2` tenant, `$3` token budget, `$4`
-/// character budget, `$5` turn limit (`i64::MAX` for none: the thresholds go negative), `$6`
-/// the stable key (empty for none). Columns: the conversation's (0–12), the stable state's
-/// start and last seq (13, 14), the turn floor (15), the start (16), then `MESSAGE_COLUMNS`
-/// (17–27): one row of the conversation (message columns NULL), one per message (the others
-/// NULL), in no particular order.
+/// plus every system message. A fork's probes and messages go along its chain
+/// (`fork_plan::history_segments`): its own rows, then its parent's up to the fork point, and so on.
+/// Parameters: `$1` id, `$2` tenant, `$3` token budget, `$4` character budget, `$5` turn
+/// limit (`i64::MAX` for none: the thresholds go negative), `$6` the stable key (empty for
+/// none). Columns: the conversation's (0–12), the stable state's start and last seq (13, 14),
+/// the turn floor (15), the start (16), then `MESSAGE_COLUMNS` (17–27): one row of the
+/// conversation (message columns NULL), one per message (the others NULL), in no particular
+/// order.
 /// The CTEs are materialized so that each probe runs once, not once per reference.
 fn fast_window_sql(t: Tokenizer) -> &'static str {
     // Built once per tokenizer: the text is the statement caches' key.
@@ -73,13 +95,18 @@ fn fast_window_sql(t: Tokenizer) -> &'static str {
 fn build_fast_window_sql(t: Tokenizer) -> String {
     let cum_tokens = Total::tokens(t).column();
     let total_tokens = cum_tokens.replacen("cum_", "total_", 1);
-    let budget_tokens = budget_start_sql(cum_tokens, "c.total_tok - $3");
-    let budget_chars = budget_start_sql("cum_chars", "c.total_ch - $4");
+    let tok_cuts = budget_cuts_sql(cum_tokens, "c.total_tok - $3");
+    let ch_cuts = budget_cuts_sql("cum_chars", "c.total_ch - $4");
+    let turn_floor = reaching("seq", "cum_cuts", "c.total_cut - $5");
+    let b_tokens = budget_start_sql("w.tok_cuts");
+    let b_chars = budget_start_sql("w.ch_cuts");
     let stable = "CASE WHEN w.st_last >= w.last_seq THEN w.st_start ELSE 0 END";
     let start = sql_max(
         &sql_max("w.turn_floor", stable),
-        &sql_max("w.b_tokens", "w.b_chars"),
+        &sql_max(&b_tokens, &b_chars),
     );
+    // A segment's rows, by a parameterized probe on the primary key: LATERAL, and OFFSET 0
+    // so that the planner keeps it a probe per segment rather than a join over the table.
     // The window's upper bound (`seq <= last_seq`) holds for every row; it is there for
     // PostgreSQL's planner, which estimates a lone `seq >= (subquery)` at a third of the
     // conversation and then scans the table (4 ms at 10,000 messages) instead of the primary
@@ -88,27 +115,29 @@ fn build_fast_window_sql(t: Tokenizer) -> String {
     // sort would copy every message into a temporary b-tree): the caller orders by seq.
     let no_message = ["NULL"; 11].join(", ");
     let no_header = ["NULL"; 17].join(", ");
+    let segments = history_segments("$1", "$2");
     format!(
-        "WITH c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
+        "WITH RECURSIVE {segments}, \
+         c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
          total_chars AS total_ch, total_cuts AS total_cut FROM conversations \
          WHERE id = $1 AND tenant = $2), \
          w AS MATERIALIZED (SELECT c.*, \
          (SELECT start_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_start, \
          (SELECT last_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_last, \
-         CASE WHEN c.total_cut - $5 >= 1 THEN COALESCE((SELECT seq FROM messages \
-         WHERE conversation_id = $1 AND cum_cuts >= c.total_cut - $5 ORDER BY cum_cuts, seq LIMIT 1), 0) \
-         ELSE 0 END AS turn_floor, \
-         {budget_tokens} AS b_tokens, {budget_chars} AS b_chars FROM c), \
+         CASE WHEN c.total_cut - $5 >= 1 THEN COALESCE({turn_floor}, 0) ELSE 0 END AS turn_floor, \
+         {tok_cuts} AS tok_cuts, {ch_cuts} AS ch_cuts FROM c), \
          s AS MATERIALIZED (SELECT w.*, {start} AS start FROM w) \
          SELECT s.id, s.tenant, s.title, s.system_prompt, s.metadata, s.policy, s.created_at, \
          s.updated_at, s.message_count, s.last_seq, s.total_o200k, s.parent_id, s.fork_seq, \
          s.st_start, s.st_last, \
          s.turn_floor, s.start, {no_message} FROM s \
-         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
-         WHERE conversation_id = $1 AND role = 'system' AND EXISTS (SELECT 1 FROM s) \
-         UNION ALL SELECT {no_header}, {MESSAGE_COLUMNS} FROM messages \
-         WHERE conversation_id = $1 AND role <> 'system' AND seq >= (SELECT start FROM s) \
-         AND seq <= (SELECT last_seq FROM s) AND (SELECT parent_id FROM s) IS NULL"
+         UNION ALL SELECT {no_header}, m.* FROM g CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} \
+         FROM messages WHERE conversation_id = g.id AND role = 'system' AND seq <= g.upto \
+         OFFSET 0) m WHERE EXISTS (SELECT 1 FROM s) \
+         UNION ALL SELECT {no_header}, m.* FROM g CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} \
+         FROM messages WHERE conversation_id = g.id AND role <> 'system' \
+         AND seq >= (SELECT start FROM s) AND seq <= LEAST(g.upto, (SELECT last_seq FROM s)) \
+         OFFSET 0) m"
     )
 }
 
@@ -140,10 +169,6 @@ fn finish_fast_window(
         start,
         mut stored,
     } = read;
-    // A fork's window crosses into its parent's rows: the chain read of `window_in_tx`.
-    if conv.forked_from.is_some() {
-        return None;
-    }
     let stable_start = if p.stable {
         let stored = st_start
             .zip(st_last)

@@ -1,20 +1,36 @@
-//! Recall on SQLite: FTS5 `bm25()` over the messages older than the window (OR over the query
-//! terms), and the hits' neighbours read by seq. The search index is caught up first when it
-//! is behind below the window (appends do not index, migration 0004).
+//! Recall on SQLite. In `conversation` scope: the lexical index of migration 0007
+//! (`recall_plan`), caught up first below the window, read along the history's chain (a fork
+//! reaches its parent's prefix), ranked by recall-core. In `tenant` scope: FTS5 `bm25()` over
+//! the tenant's messages (OR over the query terms), the search index caught up first. The
+//! hits' neighbours are read by seq.
 
 use recall_core::policy::RecallScope;
-use recall_core::recall::{Ranked, RecallCandidate, RecallKey, RecallQuery};
+use recall_core::recall::{
+    rank_postings, ranked_terms, Posting, Ranked, RecallCandidate, RecallKey, RecallQuery,
+    TermList, POSTINGS_PER_TERM,
+};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use super::conn::{named, stored_message};
-use super::{search, SqliteStore};
+use super::{forks, search, SqliteStore};
 use crate::error::StoreError;
 use crate::model::RecallHits;
+use crate::recall_plan::{
+    index_rows, merge_postings, recall_ranges, RecallRange, DF_AT, DOCS_AT, INDEX_BATCH,
+    INDEX_SOURCE, RECALL_PROGRESS, SET_RECALL_PROGRESS,
+};
 use crate::statements::message_columns_of;
 
-/// Whether conversation `$1` of tenant `$2` has messages below seq `$3` that the index does
-/// not hold yet.
-const PENDING_BELOW: &str = "SELECT 1 FROM conversations WHERE id = $1 AND tenant = $2 \
-     AND indexed_seq < min(last_seq, $3 - 1)";
+/// A term's best postings in conversation `$1` at or below seq `$3`, at most `$4`. The index
+/// is named: without statistics SQLite may prefer the primary key's range on seq and sort.
+const BEST_POSTINGS: &str = "SELECT seq, weight FROM recall_postings INDEXED BY \
+     recall_postings_best WHERE conversation_id = $1 AND term = $2 AND seq <= $3 \
+     ORDER BY weight DESC, seq DESC LIMIT $4";
+
+const INSERT_DOC: &str =
+    "INSERT INTO recall_docs (conversation_id, seq, n, terms) VALUES ($1, $2, $3, $4)";
+const INSERT_POSTING: &str = "INSERT INTO recall_postings (conversation_id, term, seq, weight, \
+     df) VALUES ($1, $2, $3, $4, $5)";
 
 /// The FTS5 expression for OR over `terms`: each a quoted string, never FTS5 syntax.
 pub(super) fn or_expression(terms: &[String]) -> String {
@@ -25,31 +41,144 @@ pub(super) fn or_expression(terms: &[String]) -> String {
         .join(" OR ")
 }
 
+fn progress(conn: &Connection, id: &str) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(RECALL_PROGRESS)?
+        .query_row(named(&[&id]).as_slice(), |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// One probe: a running count at or below `at` (`DOCS_AT`, `DF_AT`), 0 for none.
+fn count_at(
+    conn: &Connection,
+    sql: &str,
+    values: &[&dyn rusqlite::ToSql],
+) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row(named(values).as_slice(), |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// Indexes the next messages of conversation `id` up to `hi` (at most `INDEX_BATCH`), in the
+/// writer's transaction; how far it is indexed then.
+fn index_batch(tx: &Transaction<'_>, id: &str, hi: i64) -> Result<i64, StoreError> {
+    let done = progress(tx, id)?;
+    if done >= hi {
+        return Ok(done);
+    }
+    let messages: Vec<(i64, String, String)> = tx
+        .prepare_cached(INDEX_SOURCE)?
+        .query_map(named(&[&id, &done, &hi, &INDEX_BATCH]).as_slice(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    let last_n = count_at(tx, DOCS_AT, &[&id, &done])?;
+    let rows = index_rows(&messages, last_n, |term| {
+        count_at(tx, DF_AT, &[&id, &term, &done])
+    })?;
+    let mut doc = tx.prepare_cached(INSERT_DOC)?;
+    for (seq, n, terms) in &rows.docs {
+        let terms = serde_json::to_string(terms)
+            .map_err(|e| StoreError::Internal(format!("cannot encode index terms: {e}")))?;
+        doc.execute(named(&[&id, seq, n, &terms]).as_slice())?;
+    }
+    let mut posting = tx.prepare_cached(INSERT_POSTING)?;
+    for (term, seq, weight, df) in &rows.postings {
+        posting.execute(named(&[&id, term, seq, weight, df]).as_slice())?;
+    }
+    let reached = match messages.last() {
+        Some((seq, _, _)) if (messages.len() as i64) == INDEX_BATCH => *seq,
+        _ => hi,
+    };
+    tx.execute(SET_RECALL_PROGRESS, named(&[&id, &reached]).as_slice())?;
+    Ok(reached)
+}
+
+/// The lexical hits over `ranges` (see `recall_plan`): the figures below each range's end,
+/// summed along the chain, then each ranked term's best postings.
+fn rank(
+    conn: &Connection,
+    ranges: &[RecallRange],
+    terms: &[String],
+    limit: usize,
+) -> Result<Vec<Ranked>, StoreError> {
+    let mut n = 0i64;
+    for r in ranges {
+        n += count_at(conn, DOCS_AT, &[&r.id, &r.hi])?;
+    }
+    let mut dfs = Vec::with_capacity(terms.len());
+    for t in terms {
+        let mut df = 0i64;
+        for r in ranges {
+            df += count_at(conn, DF_AT, &[&r.id, t, &r.hi])?;
+        }
+        dfs.push(df.max(0) as u64);
+    }
+    let per_term = POSTINGS_PER_TERM as i64;
+    let mut stmt = conn.prepare_cached(BEST_POSTINGS)?;
+    let mut lists = Vec::new();
+    for i in ranked_terms(&dfs) {
+        let mut per_segment = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            let best: Vec<Posting> = stmt
+                .query_map(
+                    named(&[&r.id, &terms[i], &r.hi, &per_term]).as_slice(),
+                    |row| {
+                        Ok(Posting {
+                            seq: row.get(0)?,
+                            weight: row.get(1)?,
+                        })
+                    },
+                )?
+                .collect::<Result<_, _>>()?;
+            per_segment.push(best);
+        }
+        lists.push(TermList {
+            df: dfs[i],
+            postings: merge_postings(per_segment),
+        });
+    }
+    Ok(rank_postings(n.max(0) as u64, &lists, limit))
+}
+
 impl SqliteStore {
-    /// Brings the search index up to date for what `query` may reach.
-    async fn recall_catch_up(
+    /// The parts of conversation `id`'s history that `query` may reach (`conversation`
+    /// scope), its lexical index caught up over them first.
+    async fn recall_index(
         &self,
         tenant: &str,
         id: &str,
         query: &RecallQuery,
-    ) -> Result<(), StoreError> {
-        let pending = match query.scope {
-            RecallScope::Conversation => self.read(|c| {
-                let mut stmt = c.prepare_cached(PENDING_BELOW)?;
-                Ok(stmt.exists(named(&[&id, &tenant, &query.before]).as_slice())?)
-            })?,
-            RecallScope::Tenant => search::pending(&self.conns, tenant)?,
-        };
-        if pending {
-            let tenant = tenant.to_string();
-            self.writer
-                .write(move |tx| search::catch_up(tx, &tenant))
-                .await?;
+    ) -> Result<Vec<RecallRange>, StoreError> {
+        let (ranges, behind) = self.read(|c| {
+            let ranges = recall_ranges(&forks::chain(c, tenant, id)?, query.before);
+            let mut behind = Vec::new();
+            for r in &ranges {
+                if progress(c, &r.id)? < r.hi {
+                    behind.push((r.id.clone(), r.hi));
+                }
+            }
+            Ok((ranges, behind))
+        })?;
+        for (seg, hi) in behind {
+            loop {
+                let (seg2, done) = (seg.clone(), hi);
+                let reached = self
+                    .writer
+                    .write(move |tx| index_batch(tx, &seg2, done))
+                    .await?;
+                if reached >= hi {
+                    break;
+                }
+            }
         }
-        Ok(())
+        Ok(ranges)
     }
 
-    /// FTS5 bm25 hits for `query` (see [`crate::Store::recall_lexical`]).
+    /// The lexical hits for `query` (see [`crate::Store::recall_lexical`]).
     pub(super) async fn recall_hits(
         &self,
         tenant: &str,
@@ -62,32 +191,47 @@ impl SqliteStore {
                 complete: true,
             });
         }
-        self.recall_catch_up(tenant, id, query).await?;
+        let hits = match query.scope {
+            RecallScope::Conversation => {
+                let ranges = self.recall_index(tenant, id, query).await?;
+                self.read(|c| rank(c, &ranges, &query.terms, query.limit))?
+            }
+            RecallScope::Tenant => self.tenant_hits(tenant, id, query).await?,
+        };
+        Ok(RecallHits {
+            hits,
+            complete: true,
+        })
+    }
+
+    /// FTS5 bm25 hits over the tenant's messages (`tenant` scope), the search index caught
+    /// up first.
+    async fn tenant_hits(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+    ) -> Result<Vec<Ranked>, StoreError> {
+        if search::pending(&self.conns, tenant)? {
+            let tenant = tenant.to_string();
+            self.writer
+                .write(move |tx| search::catch_up(tx, &tenant))
+                .await?;
+        }
         let expr = or_expression(&query.terms);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let segs = self.read(|c| forks::chain(c, tenant, id))?;
         let hits = self.read(|c| {
-            let sql = match query.scope {
-                // `rank` is bm25(): lower is better; the score reported is its negation.
-                RecallScope::Conversation => {
-                    "SELECT NULL, t.seq, -bm25(message_fts) FROM message_fts \
-                     JOIN message_text t ON t.id = message_fts.rowid \
-                     JOIN conversations c ON c.id = t.conversation_id \
-                     JOIN messages m ON m.conversation_id = t.conversation_id AND m.seq = t.seq \
-                     WHERE message_fts MATCH $1 AND t.conversation_id = $2 AND c.tenant = $3 \
-                     AND t.seq < $4 AND m.role <> 'system' \
-                     ORDER BY rank, t.seq LIMIT $5"
-                }
-                RecallScope::Tenant => {
-                    "SELECT CASE WHEN t.conversation_id = $2 THEN NULL ELSE t.conversation_id END, \
-                     t.seq, -bm25(message_fts) FROM message_fts \
-                     JOIN message_text t ON t.id = message_fts.rowid \
-                     JOIN conversations c ON c.id = t.conversation_id \
-                     JOIN messages m ON m.conversation_id = t.conversation_id AND m.seq = t.seq \
-                     WHERE message_fts MATCH $1 AND c.tenant = $3 \
-                     AND (t.conversation_id <> $2 OR t.seq < $4) AND m.role <> 'system' \
-                     ORDER BY rank, t.conversation_id, t.seq LIMIT $5"
-                }
-            };
+            // `rank` is bm25(): lower is better; the score reported is its negation.
+            let sql =
+                "SELECT CASE WHEN t.conversation_id = $2 THEN NULL ELSE t.conversation_id END, \
+                 t.seq, -bm25(message_fts) FROM message_fts \
+                 JOIN message_text t ON t.id = message_fts.rowid \
+                 JOIN conversations c ON c.id = t.conversation_id \
+                 JOIN messages m ON m.conversation_id = t.conversation_id AND m.seq = t.seq \
+                 WHERE message_fts MATCH $1 AND c.tenant = $3 \
+                 AND (t.conversation_id <> $2 OR t.seq < $4) AND m.role <> 'system' \
+                 ORDER BY rank, t.conversation_id, t.seq LIMIT $5";
             let mut stmt = c.prepare_cached(sql)?;
             let rows = stmt
                 .query_map(
@@ -97,10 +241,7 @@ impl SqliteStore {
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)
         })?;
-        Ok(RecallHits {
-            hits,
-            complete: true,
-        })
+        Ok(crate::search::tenant_hits_in_history(&segs, query, hits))
     }
 
     /// The messages under `keys` (see [`crate::Store::recall_messages`]).
@@ -111,7 +252,8 @@ impl SqliteStore {
         query: &RecallQuery,
         keys: &[RecallKey],
     ) -> Result<Vec<RecallCandidate>, StoreError> {
-        let pairs = crate::search::recall_pairs(id, query, keys);
+        let segs = self.read(|c| forks::chain(c, tenant, id))?;
+        let pairs = crate::search::recall_pairs(&segs, query, keys);
         if pairs.is_empty() {
             return Ok(Vec::new());
         }
@@ -138,7 +280,7 @@ impl SqliteStore {
                 let conv: String = row.get(11)?;
                 let m = stored_message(row)?;
                 out.push(RecallCandidate {
-                    conversation_id: (conv != id).then_some(conv),
+                    conversation_id: crate::search::recall_key_conversation(&segs, &conv, m.seq),
                     seq: m.seq,
                     message: m.message,
                     at: Some(m.created_at),

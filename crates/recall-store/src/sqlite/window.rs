@@ -154,23 +154,28 @@ fn walk(
 ) -> Result<Vec<HistoryMessage>, StoreError> {
     let mut finder = StartFinder::new(WindowBounds::for_policy(policy, &snap.totals), stable_start);
     let mut messages: VecDeque<HistoryMessage> = VecDeque::new();
-    let mut stmts = Vec::with_capacity(segs.len());
-    for _ in segs {
-        stmts.push(tx.prepare_cached(WALK_SQL)?);
-    }
-    let mut cursors = Vec::with_capacity(segs.len());
-    for (stmt, seg) in stmts.iter_mut().zip(segs) {
-        cursors.push(stmt.query(rusqlite::params![seg.id, seg.upto.min(snap.last_seq)])?);
-    }
+    // One statement, one segment after the other: a second cursor on the same cached
+    // statement would have SQLite prepare it again on every read.
+    let mut stmt = tx.prepare_cached(WALK_SQL)?;
     let mut cur = 0;
+    let mut rows = match segs.first() {
+        Some(seg) => Some(stmt.query(rusqlite::params![seg.id, seg.upto.min(snap.last_seq)])?),
+        None => None,
+    };
     loop {
         // The next message older than those read; `None` past the oldest.
         let stop = loop {
-            if cur == cursors.len() {
+            let Some(cursor) = rows.as_mut() else {
                 break None;
-            }
-            let Some(row) = cursors[cur].next()? else {
+            };
+            let Some(row) = cursor.next()? else {
+                // This segment is walked: on to the next older one.
+                rows = None;
                 cur += 1;
+                if let Some(seg) = segs.get(cur) {
+                    rows =
+                        Some(stmt.query(rusqlite::params![seg.id, seg.upto.min(snap.last_seq)])?);
+                }
                 continue;
             };
             let role = text(row, 1)?;

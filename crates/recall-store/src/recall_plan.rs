@@ -1,0 +1,223 @@
+//! Recall's lexical index, the part both databases share (migration 0007): the rows a
+//! catch-up writes, the ranges a ranking reads along a fork's chain, how the figures read
+//! from each segment combine, and the SQL text. The ranking itself is recall-core's
+//! (`recall_core::recall::rank_postings`), the same function `recall render` runs in memory,
+//! so a conversation recalls the same messages from either database and from memory.
+//!
+//! What the index holds, per conversation (its own rows; a fork reads its parent's postings
+//! for its prefix, as it reads the parent's messages):
+//! - `recall_docs`: one row per indexed message that is not a system message, with `n`, the
+//!   number of such messages up to it;
+//! - `recall_postings`: one row per (message, term), with the message's weight for the term
+//!   and `df`, the number of indexed messages up to it that hold the term;
+//! - `recall_progress.recall_seq`: every message at or below it is indexed.
+//!
+//! Because `n` and `df` are running counts, the figures of the messages below any seq are one
+//! probe each, whatever the conversation's length; a ranking reads at most
+//! `RANKED_TERMS × POSTINGS_PER_TERM` postings through `recall_postings_best`.
+
+use std::collections::HashMap;
+
+use recall_core::message::{Message, Role};
+use recall_core::recall::{
+    doc_terms, posting_order, searchable_text, term_weight, Posting, POSTINGS_PER_TERM,
+};
+
+use crate::error::StoreError;
+use crate::fork_plan::Segment;
+
+/// Messages a catch-up indexes per transaction: a large backlog never holds the writer long.
+pub(crate) const INDEX_BATCH: i64 = 1_000;
+
+/// One segment of a history as recall reads it: conversation `id`'s rows with
+/// `after < seq <= hi`, `hi` below the window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecallRange {
+    pub id: String,
+    pub after: i64,
+    pub hi: i64,
+}
+
+/// The parts of a history (`segs`, newest first) recall may reach below seq `before`, newest
+/// first; segments with nothing below it are left out.
+pub(crate) fn recall_ranges(segs: &[Segment], before: i64) -> Vec<RecallRange> {
+    segs.iter()
+        .map(|s| RecallRange {
+            id: s.id.clone(),
+            after: s.after,
+            hi: s.upto.min(before.saturating_sub(1)),
+        })
+        .filter(|r| r.hi > r.after)
+        .collect()
+}
+
+/// A message row of a catch-up: seq, role, content (as stored).
+pub(crate) type IndexSource = (i64, String, String);
+
+/// What a catch-up writes for a batch of messages.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct IndexRows {
+    /// seq, n, terms.
+    pub docs: Vec<(i64, i64, Vec<String>)>,
+    /// term, seq, weight, df.
+    pub postings: Vec<(String, i64, f64, i64)>,
+}
+
+/// Plans the rows for `messages` (one conversation's, oldest first, all above its
+/// `recall_seq`). `last_n` is the `n` of its newest indexed message (0 for none); `df_of`
+/// reads a term's `df` at its newest posting (0 for none). System messages are not indexed.
+pub(crate) fn index_rows(
+    messages: &[IndexSource],
+    last_n: i64,
+    mut df_of: impl FnMut(&str) -> Result<i64, StoreError>,
+) -> Result<IndexRows, StoreError> {
+    let mut rows = IndexRows::default();
+    let mut n = last_n;
+    let mut dfs: HashMap<String, i64> = HashMap::new();
+    for (seq, role, content) in messages {
+        if role == Role::System.as_str() {
+            continue;
+        }
+        let m: Message = crate::codec::decode_message(*seq, role, content, None, None)?;
+        let (terms, len) = doc_terms(&searchable_text(&m));
+        n += 1;
+        for (term, tf) in &terms {
+            let df = match dfs.get_mut(term.as_str()) {
+                Some(df) => df,
+                None => {
+                    let stored = df_of(term)?;
+                    dfs.entry(term.clone()).or_insert(stored)
+                }
+            };
+            *df += 1;
+            rows.postings
+                .push((term.clone(), *seq, term_weight(*tf, len), *df));
+        }
+        rows.docs
+            .push((*seq, n, terms.into_iter().map(|(t, _)| t).collect()));
+    }
+    Ok(rows)
+}
+
+/// The distinct terms of `messages` (system messages left out), sorted: what a catch-up
+/// looks up the stored `df` of, all at once.
+pub(crate) fn batch_terms(messages: &[IndexSource]) -> Result<Vec<String>, StoreError> {
+    let mut all: Vec<String> = Vec::new();
+    for (seq, role, content) in messages {
+        if role == Role::System.as_str() {
+            continue;
+        }
+        let m: Message = crate::codec::decode_message(*seq, role, content, None, None)?;
+        all.extend(
+            doc_terms(&searchable_text(&m))
+                .0
+                .into_iter()
+                .map(|(t, _)| t),
+        );
+    }
+    all.sort_unstable();
+    all.dedup();
+    Ok(all)
+}
+
+/// The best postings of a term over a history: each segment's best (at most
+/// [`POSTINGS_PER_TERM`] each), merged.
+pub(crate) fn merge_postings(per_segment: Vec<Vec<Posting>>) -> Vec<Posting> {
+    let mut all: Vec<Posting> = per_segment.into_iter().flatten().collect();
+    all.sort_by(posting_order);
+    all.truncate(POSTINGS_PER_TERM);
+    all
+}
+
+/// How far conversation `$1` is indexed (no row: 0).
+pub(crate) const RECALL_PROGRESS: &str =
+    "SELECT recall_seq FROM recall_progress WHERE conversation_id = $1";
+
+/// Marks conversation `$1` indexed up to `$2`.
+pub(crate) const SET_RECALL_PROGRESS: &str =
+    "INSERT INTO recall_progress (conversation_id, recall_seq) VALUES ($1, $2) \
+     ON CONFLICT (conversation_id) DO UPDATE SET recall_seq = excluded.recall_seq";
+
+/// Messages of conversation `$1` with `$2 < seq <= $3`, oldest first, at most `$4`: seq,
+/// role, content.
+pub(crate) const INDEX_SOURCE: &str = "SELECT seq, role, content FROM messages \
+     WHERE conversation_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4";
+
+/// The `n` of conversation `$1`'s newest indexed message at or below seq `$2`.
+pub(crate) const DOCS_AT: &str = "SELECT n FROM recall_docs WHERE conversation_id = $1 \
+     AND seq <= $2 ORDER BY seq DESC LIMIT 1";
+
+/// The `df` of term `$2` in conversation `$1` at its newest posting at or below seq `$3`.
+pub(crate) const DF_AT: &str = "SELECT df FROM recall_postings WHERE conversation_id = $1 \
+     AND term = $2 AND seq <= $3 ORDER BY seq DESC LIMIT 1";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(seq: i64, role: &str, s: &str) -> IndexSource {
+        (seq, role.to_string(), serde_json::to_string(s).unwrap())
+    }
+
+    #[test]
+    fn running_counts_continue_from_the_stored_ones() {
+        let msgs = [
+            text(4, "user", "cats and dogs"),
+            text(5, "system", "cats rule"),
+            text(6, "assistant", "Cats, cats!"),
+        ];
+        let rows = index_rows(&msgs, 10, |t| Ok(if t == "cats" { 3 } else { 0 })).unwrap();
+        assert_eq!(
+            rows.docs,
+            [
+                (4, 11, vec!["cats".to_string(), "dogs".to_string()]),
+                (6, 12, vec!["cats".to_string()])
+            ]
+        );
+        let dfs: Vec<(&str, i64, i64)> = rows
+            .postings
+            .iter()
+            .map(|(t, s, _, df)| (t.as_str(), *s, *df))
+            .collect();
+        assert_eq!(dfs, [("cats", 4, 4), ("dogs", 4, 1), ("cats", 6, 5)]);
+    }
+
+    #[test]
+    fn ranges_stop_below_the_window() {
+        let segs = [
+            Segment {
+                id: "f".into(),
+                after: 10,
+                upto: i64::MAX,
+            },
+            Segment {
+                id: "p".into(),
+                after: 0,
+                upto: 10,
+            },
+        ];
+        assert_eq!(
+            recall_ranges(&segs, 15),
+            [
+                RecallRange {
+                    id: "f".into(),
+                    after: 10,
+                    hi: 14
+                },
+                RecallRange {
+                    id: "p".into(),
+                    after: 0,
+                    hi: 10
+                }
+            ]
+        );
+        assert_eq!(
+            recall_ranges(&segs, 8),
+            [RecallRange {
+                id: "p".into(),
+                after: 0,
+                hi: 7
+            }]
+        );
+    }
+}
