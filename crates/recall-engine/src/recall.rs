@@ -1,10 +1,11 @@
 //! Recall for a context built from the store: the store ranks the messages older than the
 //! window (`Store::recall_lexical`; with an embedder, `Store::recall_semantic` too, the two
-//! fused by reciprocal rank) and reads the hits' neighbours; recall-core chooses within the
-//! budget and places the section (`recall_core::recall`).
+//! fused by reciprocal rank); the store reads the messages recall-core's choice looks at
+//! (`Store::recall_choose`, core's `choose_from` within the budget) and the section is placed
+//! by core (`recall_core::recall`).
 
 use recall_core::context::Prepared;
-use recall_core::recall::{choose, reciprocal_rank_fusion, RecallSection};
+use recall_core::recall::{reciprocal_rank_fusion, RecallSection};
 
 use crate::{Engine, EngineError};
 
@@ -43,15 +44,18 @@ impl Engine {
             }
         }
         hits.truncate(query.limit);
-        let keys = query.neighbour_keys(&hits);
-        let candidates = self.store.recall_messages(tenant, id, query, &keys).await?;
-        Ok(Some(choose(
-            query,
-            &hits,
-            &candidates,
-            &prepared.policy.tokenizer,
-            prepared.escape,
-            complete,
-        )))
+        let section = self
+            .store
+            .recall_choose(
+                tenant,
+                id,
+                query,
+                &hits,
+                &prepared.policy.tokenizer,
+                prepared.escape,
+                complete,
+            )
+            .await?;
+        Ok(Some(section))
     }
 }

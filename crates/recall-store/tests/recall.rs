@@ -9,7 +9,10 @@ mod common;
 
 use recall_core::message::{Block, Message, Role, ToolResultContent};
 use recall_core::policy::RecallScope;
-use recall_core::recall::{searchable_text, LexicalIndex, RecallKey, RecallQuery};
+use recall_core::recall::{
+    choose, searchable_text, LexicalIndex, RecallCandidate, RecallKey, RecallQuery,
+};
+use recall_core::tokens::Tokenizer;
 use recall_store::{NewConversation, NewFork, NewMessage, Store, StoreError};
 use serde_json::json;
 
@@ -321,6 +324,28 @@ async fn same_ranking_as_memory(s: &dyn Store, id: &str, rng: &mut common::Rng, 
                 w.score
             );
         }
+        // The choice within a budget, from the store's reads, is core's over the messages in
+        // memory: the same section, byte for byte.
+        let mut q = q;
+        q.budget = rng.range(40, 800);
+        let candidates: Vec<RecallCandidate> = all
+            .iter()
+            .filter(|m| m.seq < before && m.message.role != Role::System)
+            .map(|m| RecallCandidate {
+                conversation_id: None,
+                seq: m.seq,
+                message: m.message.clone(),
+                at: Some(m.created_at),
+            })
+            .collect();
+        let want = choose(&q, &want, &candidates, &Tokenizer::O200k, true, true);
+        let got = s
+            .recall_choose(T, id, &q, &got, &Tokenizer::O200k, true, true)
+            .await
+            .expect("choose");
+        assert_eq!(got.text, want.text, "{ctx}, budget {}", q.budget);
+        assert_eq!(got.stats.tokens, want.stats.tokens, "{ctx}");
+        assert!(got.stats.tokens <= q.budget, "{ctx}");
     }
 }
 

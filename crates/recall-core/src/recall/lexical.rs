@@ -1,6 +1,6 @@
 //! Recall's lexical ranking: one definition for a conversation held in memory (`recall
 //! render`) and for both stores, so that each recalls the same messages with the same scores
-//! (docs/FORMAT-DECISIONS.md, "Recall: the lexical ranking").
+//! (docs/FORMAT-DECISIONS.md, "Recall", its "Ranking" item).
 //!
 //! BM25 with OR semantics over the query's content words, computed from per-message term
 //! weights that are fixed when a message is indexed, so that a store ranks from the best

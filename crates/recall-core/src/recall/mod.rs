@@ -51,8 +51,8 @@ pub use lexical::{
     LexicalIndex, Posting, TermList, B, K1, POSTINGS_PER_TERM, RANKED_TERMS, REF_LEN,
 };
 pub use section::{
-    choose, date_of_millis, excerpt_text, render_section, with_leading_text, RECALL_CLOSE,
-    RECALL_INTRO, RECALL_INTRO_TENANT, RECALL_OPEN,
+    choose, choose_from, date_of_millis, excerpt_text, render_section, with_leading_text,
+    CandidateSource, Prefetched, RECALL_CLOSE, RECALL_INTRO, RECALL_INTRO_TENANT, RECALL_OPEN,
 };
 pub use terms::{is_stop_word, query_terms, words, MAX_TERMS, MAX_TERM_BYTES, STOP_WORDS};
 pub use vector::{dot, vector_from_bytes, vector_to_bytes, CosineTop};
@@ -155,8 +155,9 @@ impl RecallQuery {
     }
 
     /// The keys [`choose`] may use for `hits`: each hit and the two messages on each side
-    /// (its neighbours, and a neighbour's tool-pair partner), within [`RecallQuery::allows`],
-    /// in key order, once each. A store reads these messages.
+    /// (its neighbours, and a neighbour's tool-pair partner), within [`RecallQuery::allows`]
+    /// and never below seq 0 (a conversation in memory counts from 0, a store from 1), in
+    /// key order, once each. A store reads these messages.
     pub fn neighbour_keys(&self, hits: &[Ranked]) -> Vec<RecallKey> {
         let mut keys: Vec<RecallKey> = hits
             .iter()
@@ -166,7 +167,7 @@ impl RecallQuery {
                     seq,
                 })
             })
-            .filter(|k| k.seq > 0 && self.allows(k))
+            .filter(|k| k.seq >= 0 && self.allows(k))
             .collect();
         keys.sort();
         keys.dedup();

@@ -154,50 +154,116 @@ pub fn with_leading_text(m: &Message, text: &str) -> Message {
     }
 }
 
-/// The keys of the unit `key` belongs to: itself, or its whole tool pair (the assistant
-/// message with `tool_use` and the user messages of results right after it). `None` when a
-/// member is missing from `by_key` or may not be recalled.
-fn unit_of(
-    key: &RecallKey,
-    by_key: &HashMap<RecallKey, &RecallCandidate>,
-    query: &RecallQuery,
-) -> Option<Vec<RecallKey>> {
-    let at = |seq: i64| RecallKey {
-        conversation_id: key.conversation_id.clone(),
-        seq,
-    };
-    let is_results = |m: &Message| m.role == Role::User && m.has_tool_result();
-    let is_uses = |m: &Message| m.role == Role::Assistant && m.has_tool_use();
-    let m = &by_key.get(key)?.message;
-    let mut start = key.seq;
-    if is_results(m) {
-        // Back over the results to the assistant message that asked for them.
-        loop {
-            let prev = &by_key.get(&at(start - 1))?.message;
-            start -= 1;
-            if is_uses(prev) {
-                break;
-            }
-            if !is_results(prev) {
-                return None;
-            }
+/// Where [`choose_from`] reads the candidates it looks at, one key at a time and only when it
+/// needs them: the hits it tries, and the neighbours (or the other halves of tool pairs) of
+/// those it takes. A store can answer each call with one point read, so a small budget reads
+/// a few messages rather than every neighbour of every hit.
+pub trait CandidateSource {
+    type Error;
+    /// The candidate under `key`: `None` when there is none or it may not be recalled.
+    fn fetch(&mut self, key: &RecallKey) -> Result<Option<RecallCandidate>, Self::Error>;
+}
+
+/// Candidates already read (a conversation in memory, or a store's batch read): a
+/// [`CandidateSource`] that cannot fail.
+#[derive(Debug, Clone, Default)]
+pub struct Prefetched(HashMap<RecallKey, RecallCandidate>);
+
+impl Prefetched {
+    pub fn new(candidates: impl IntoIterator<Item = RecallCandidate>) -> Prefetched {
+        Prefetched(candidates.into_iter().map(|c| (c.key(), c)).collect())
+    }
+}
+
+impl CandidateSource for Prefetched {
+    type Error = std::convert::Infallible;
+
+    fn fetch(&mut self, key: &RecallKey) -> Result<Option<RecallCandidate>, Self::Error> {
+        // `choose_from` asks for a key once.
+        Ok(self.0.remove(key))
+    }
+}
+
+/// What of a message decides its unit: a user message of tool results, an assistant
+/// message of tool uses.
+#[derive(Clone, Copy)]
+struct Shape {
+    results: bool,
+    uses: bool,
+}
+
+/// The candidates [`choose_from`] has looked at, read from the source once each, and only
+/// within the hits' reach ([`RecallQuery::neighbour_keys`]): every source gives the same
+/// answer whatever else it holds, so a store and a conversation in memory choose alike.
+struct Lookup<'s, S: CandidateSource> {
+    source: &'s mut S,
+    reach: HashSet<RecallKey>,
+    seen: HashMap<RecallKey, Option<RecallCandidate>>,
+}
+
+impl<S: CandidateSource> Lookup<'_, S> {
+    fn get(&mut self, key: &RecallKey) -> Result<Option<&RecallCandidate>, S::Error> {
+        if !self.reach.contains(key) {
+            return Ok(None);
         }
-    } else if !is_uses(m) {
-        return query.allows(key).then(|| vec![key.clone()]);
+        if !self.seen.contains_key(key) {
+            let c = self.source.fetch(key)?;
+            self.seen.insert(key.clone(), c);
+        }
+        Ok(self.seen.get(key).and_then(Option::as_ref))
     }
-    // From the assistant message forward over its results.
-    let mut end = start + 1;
-    if !by_key.get(&at(end)).is_some_and(|c| is_results(&c.message)) {
-        return None;
+
+    fn shape(&mut self, key: &RecallKey) -> Result<Option<Shape>, S::Error> {
+        Ok(self.get(key)?.map(|c| Shape {
+            results: c.message.role == Role::User && c.message.has_tool_result(),
+            uses: c.message.role == Role::Assistant && c.message.has_tool_use(),
+        }))
     }
-    while by_key
-        .get(&at(end + 1))
-        .is_some_and(|c| is_results(&c.message))
-    {
-        end += 1;
+
+    /// The keys of the unit `key` belongs to: itself, or its whole tool pair (the assistant
+    /// message with `tool_use` and the user messages of results right after it). `None`
+    /// when a member is missing or may not be recalled.
+    fn unit_of(
+        &mut self,
+        key: &RecallKey,
+        query: &RecallQuery,
+    ) -> Result<Option<Vec<RecallKey>>, S::Error> {
+        let at = |seq: i64| RecallKey {
+            conversation_id: key.conversation_id.clone(),
+            seq,
+        };
+        let Some(m) = self.shape(key)? else {
+            return Ok(None);
+        };
+        let mut start = key.seq;
+        if m.results {
+            // Back over the results to the assistant message that asked for them.
+            loop {
+                let Some(prev) = self.shape(&at(start - 1))? else {
+                    return Ok(None);
+                };
+                start -= 1;
+                if prev.uses {
+                    break;
+                }
+                if !prev.results {
+                    return Ok(None);
+                }
+            }
+        } else if !m.uses {
+            return Ok(query.allows(key).then(|| vec![key.clone()]));
+        }
+        // From the assistant message forward over its results.
+        let mut end = start + 1;
+        if !self.shape(&at(end))?.is_some_and(|s| s.results) {
+            return Ok(None);
+        }
+        while self.shape(&at(end + 1))?.is_some_and(|s| s.results) {
+            end += 1;
+        }
+        let keys: Vec<RecallKey> = (start..=end).map(at).collect();
+        Ok(keys.iter().all(|k| query.allows(k)).then_some(keys))
     }
-    let keys: Vec<RecallKey> = (start..=end).map(at).collect();
-    keys.iter().all(|k| query.allows(k)).then_some(keys)
 }
 
 /// What is known of an excerpt's tokens.
@@ -208,32 +274,25 @@ enum Cost {
     Over(u64),
 }
 
-/// Chooses the recalled messages: for each hit in rank order, its unit (the message, or its
-/// tool pair whole) when it fits the budget, then the unit before it and the unit after it
-/// when each fits; a message is taken once. The budget covers the whole section: each
-/// excerpt's tokens under `counter`, and the frame's once. Candidates outside
-/// [`RecallQuery::allows`] are never taken. `complete` is reported in the stats.
-pub fn choose(
-    query: &RecallQuery,
-    hits: &[Ranked],
-    candidates: &[RecallCandidate],
-    counter: &dyn TokenCounter,
+/// The state of one [`choose_from`]: what is taken, and the tokens it uses.
+struct Choice<'a> {
+    query: &'a RecallQuery,
+    counter: &'a dyn TokenCounter,
     escape: bool,
-    complete: bool,
-) -> RecallSection {
-    let by_key: HashMap<RecallKey, &RecallCandidate> =
-        candidates.iter().map(|c| (c.key(), c)).collect();
-    let (head, tail) = frame(query.scope);
-    let frame_tokens = (counter.count(&head) + counter.count(tail)) as u64;
-    let mut used = 0u64;
-    let mut taken: HashSet<RecallKey> = HashSet::new();
-    let mut out: Vec<RecalledMessage> = Vec::new();
-    // An excerpt's tokens when they fit `limit`, else `None`. Counting stops at the limit
-    // (most candidates of a small budget do not fit); the budget left only shrinks, so an
-    // excerpt over one limit is over every later one, and a known count is kept.
-    let mut cost_cache: HashMap<RecallKey, Cost> = HashMap::new();
-    let mut cost = |k: &RecallKey, c: &RecallCandidate, limit: u64| -> Option<u64> {
-        match cost_cache.get(k) {
+    frame_tokens: u64,
+    used: u64,
+    taken: HashSet<RecallKey>,
+    out: Vec<RecalledMessage>,
+    costs: HashMap<RecallKey, Cost>,
+}
+
+impl Choice<'_> {
+    /// An excerpt's tokens when they fit `limit`, else `None`. Counting stops at the limit
+    /// (most candidates of a small budget do not fit); the budget left only shrinks, so an
+    /// excerpt over one limit is over every later one, and a known count is kept.
+    fn cost(&mut self, c: &RecallCandidate, limit: u64) -> Option<u64> {
+        let k = c.key();
+        match self.costs.get(&k) {
             Some(Cost::Exact(n)) => return (*n <= limit).then_some(*n),
             Some(Cost::Over(l)) if limit <= *l => return None,
             _ => {}
@@ -243,59 +302,124 @@ pub fn choose(
             c.seq,
             c.at,
             &c.message,
-            escape,
+            self.escape,
         );
-        let n = counter.count_within(&e, usize::try_from(limit).unwrap_or(usize::MAX));
+        let n = self
+            .counter
+            .count_within(&e, usize::try_from(limit).unwrap_or(usize::MAX));
         let known = match n {
             Some(n) => Cost::Exact(n as u64),
             None => Cost::Over(limit),
         };
-        cost_cache.insert(k.clone(), known);
+        self.costs.insert(k, known);
         n.map(|n| n as u64)
+    }
+
+    /// Takes the part of `unit` not taken yet when it fits what is left of the budget (the
+    /// frame too, for the first); false when it does not.
+    fn try_unit<S: CandidateSource>(
+        &mut self,
+        look: &mut Lookup<'_, S>,
+        unit: &[RecallKey],
+        hit: &Ranked,
+        is_hit: bool,
+    ) -> Result<bool, S::Error> {
+        let fresh: Vec<&RecallKey> = unit.iter().filter(|k| !self.taken.contains(*k)).collect();
+        if fresh.is_empty() {
+            return Ok(true);
+        }
+        let frame = if self.out.is_empty() {
+            self.frame_tokens
+        } else {
+            0
+        };
+        let Some(mut left) = self.query.budget.checked_sub(self.used + frame) else {
+            return Ok(false);
+        };
+        let mut chosen: Vec<(RecallCandidate, u64)> = Vec::with_capacity(fresh.len());
+        for k in fresh {
+            let Some(c) = look.get(k)? else { continue };
+            let Some(t) = self.cost(c, left) else {
+                return Ok(false);
+            };
+            left -= t;
+            chosen.push((c.clone(), t));
+        }
+        self.used += frame + chosen.iter().map(|(_, t)| t).sum::<u64>();
+        let hit_key = hit.key();
+        for (c, t) in chosen {
+            let k = c.key();
+            self.out.push(RecalledMessage {
+                hit: is_hit && k == hit_key,
+                conversation_id: c.conversation_id,
+                seq: c.seq,
+                score: hit.score,
+                message: c.message,
+                at: c.at,
+                tokens: t,
+            });
+            self.taken.insert(k);
+        }
+        Ok(true)
+    }
+}
+
+/// [`choose_from`] over candidates already read.
+pub fn choose(
+    query: &RecallQuery,
+    hits: &[Ranked],
+    candidates: &[RecallCandidate],
+    counter: &dyn TokenCounter,
+    escape: bool,
+    complete: bool,
+) -> RecallSection {
+    let mut source = Prefetched::new(candidates.iter().cloned());
+    match choose_from(query, hits, &mut source, counter, escape, complete) {
+        Ok(section) => section,
+        Err(never) => match never {},
+    }
+}
+
+/// Chooses the recalled messages: for each hit in rank order, its unit (the message, or its
+/// tool pair whole) when it fits the budget, then the unit before it and the unit after it
+/// when each fits; a message is taken once. The budget covers the whole section: each
+/// excerpt's tokens under `counter`, and the frame's once. Only messages within two seqs of
+/// a hit are looked at ([`RecallQuery::neighbour_keys`]), each read from `source` at most
+/// once and only when needed; candidates outside [`RecallQuery::allows`] are never taken.
+/// `complete` is reported in the stats.
+pub fn choose_from<S: CandidateSource>(
+    query: &RecallQuery,
+    hits: &[Ranked],
+    source: &mut S,
+    counter: &dyn TokenCounter,
+    escape: bool,
+    complete: bool,
+) -> Result<RecallSection, S::Error> {
+    let mut look = Lookup {
+        source,
+        reach: query.neighbour_keys(hits).into_iter().collect(),
+        seen: HashMap::new(),
+    };
+    let (head, tail) = frame(query.scope);
+    let mut st = Choice {
+        query,
+        counter,
+        escape,
+        frame_tokens: (counter.count(&head) + counter.count(tail)) as u64,
+        used: 0,
+        taken: HashSet::new(),
+        out: Vec::new(),
+        costs: HashMap::new(),
     };
     for hit in hits {
         let key = hit.key();
-        if taken.contains(&key) {
+        if st.taken.contains(&key) {
             continue;
         }
-        let Some(unit) = unit_of(&key, &by_key, query) else {
+        let Some(unit) = look.unit_of(&key, query)? else {
             continue;
         };
-        let mut try_unit = |unit: &[RecallKey], is_hit: bool, out: &mut Vec<RecalledMessage>| {
-            let fresh: Vec<&RecallKey> = unit.iter().filter(|k| !taken.contains(*k)).collect();
-            if fresh.is_empty() {
-                return true;
-            }
-            let frame = if out.is_empty() { frame_tokens } else { 0 };
-            let Some(mut left) = query.budget.checked_sub(used + frame) else {
-                return false;
-            };
-            let mut costs: Vec<u64> = Vec::with_capacity(fresh.len());
-            for k in &fresh {
-                let Some(c) = by_key.get(*k) else { continue };
-                let Some(t) = cost(k, c, left) else {
-                    return false;
-                };
-                left -= t;
-                costs.push(t);
-            }
-            used += frame + costs.iter().sum::<u64>();
-            for (k, t) in fresh.into_iter().zip(costs) {
-                let Some(c) = by_key.get(k) else { continue };
-                taken.insert(k.clone());
-                out.push(RecalledMessage {
-                    conversation_id: c.conversation_id.clone(),
-                    seq: c.seq,
-                    score: hit.score,
-                    hit: is_hit && *k == key,
-                    message: c.message.clone(),
-                    at: c.at,
-                    tokens: t,
-                });
-            }
-            true
-        };
-        if !try_unit(&unit, true, &mut out) {
+        if !st.try_unit(&mut look, &unit, hit, true)? {
             continue;
         }
         let (first, last) = match (unit.first(), unit.last()) {
@@ -307,14 +431,15 @@ pub fn choose(
                 conversation_id: key.conversation_id.clone(),
                 seq,
             };
-            if let Some(u) = unit_of(&n, &by_key, query) {
-                try_unit(&u, false, &mut out);
+            if let Some(u) = look.unit_of(&n, query)? {
+                st.try_unit(&mut look, &u, hit, false)?;
             }
         }
     }
+    let (used, mut out) = (st.used, st.out);
     out.sort_by(|a, b| (a.at, &a.conversation_id, a.seq).cmp(&(b.at, &b.conversation_id, b.seq)));
     let text = render_section(&out, query.scope, escape);
-    RecallSection {
+    Ok(RecallSection {
         stats: RecallStats {
             budget: query.budget,
             tokens: used,
@@ -332,7 +457,7 @@ pub fn choose(
         },
         messages: out,
         text,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -475,6 +475,20 @@ impl Store for SqliteStore {
         self.recall_read(tenant, id, query, keys)
     }
 
+    async fn recall_choose(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        hits: &[recall_core::recall::Ranked],
+        counter: &dyn recall_core::tokens::TokenCounter,
+        escape: bool,
+        complete: bool,
+    ) -> Result<recall_core::recall::RecallSection, StoreError> {
+        check_key(tenant, id)?;
+        self.recall_lazily(tenant, id, query, hits, counter, escape, complete)
+    }
+
     async fn vector_backlog(
         &self,
         tenant: &str,

@@ -6,14 +6,16 @@
 
 use recall_core::policy::RecallScope;
 use recall_core::recall::{
-    rank_postings, ranked_terms, Posting, Ranked, RecallCandidate, RecallKey, RecallQuery,
-    TermList, POSTINGS_PER_TERM,
+    choose_from, rank_postings, ranked_terms, CandidateSource, Posting, Ranked, RecallCandidate,
+    RecallKey, RecallQuery, RecallSection, TermList, POSTINGS_PER_TERM,
 };
+use recall_core::tokens::TokenCounter;
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use super::conn::{named, stored_message};
 use super::{forks, search, SqliteStore};
 use crate::error::StoreError;
+use crate::fork_plan::{owner, Segment};
 use crate::model::RecallHits;
 use crate::recall_plan::{
     index_rows, merge_postings, recall_ranges, RecallRange, DF_AT, DOCS_AT, INDEX_BATCH,
@@ -144,7 +146,77 @@ fn rank(
     Ok(rank_postings(n.max(0) as u64, &lists, limit))
 }
 
+/// The messages recall's choice looks at, one point read each on the reader connection
+/// (`recall_core::recall::CandidateSource`): a key without a conversation is the message at
+/// that seq of the history `segs`; any message must be the tenant's and not a system message.
+struct PointReads<'c> {
+    conn: &'c Connection,
+    tenant: &'c str,
+    segs: &'c [Segment],
+    sql: String,
+}
+
+impl CandidateSource for PointReads<'_> {
+    type Error = StoreError;
+
+    fn fetch(&mut self, key: &RecallKey) -> Result<Option<RecallCandidate>, StoreError> {
+        let conv = match &key.conversation_id {
+            Some(c) => c.as_str(),
+            None => match owner(self.segs, key.seq) {
+                Some(s) => s.id.as_str(),
+                None => return Ok(None),
+            },
+        };
+        let mut stmt = self.conn.prepare_cached(&self.sql)?;
+        let mut rows = stmt.query(named(&[&conv, &key.seq, &self.tenant]).as_slice())?;
+        let Some(row) = rows.next()? else {
+            return Ok(None);
+        };
+        let m = stored_message(row)?;
+        Ok(Some(RecallCandidate {
+            conversation_id: crate::search::recall_key_conversation(self.segs, conv, m.seq),
+            seq: m.seq,
+            message: m.message,
+            at: Some(m.created_at),
+        }))
+    }
+}
+
 impl SqliteStore {
+    /// Recall's choice read lazily (see [`crate::Store::recall_choose`]): one read
+    /// transaction, a point read per message the choice looks at.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn recall_lazily(
+        &self,
+        tenant: &str,
+        id: &str,
+        query: &RecallQuery,
+        hits: &[Ranked],
+        counter: &dyn TokenCounter,
+        escape: bool,
+        complete: bool,
+    ) -> Result<RecallSection, StoreError> {
+        self.read(|c| {
+            // One snapshot for the chain and every read.
+            let tx = c.unchecked_transaction()?;
+            let segs = forks::chain(&tx, tenant, id)?;
+            let mut source = PointReads {
+                conn: &tx,
+                tenant,
+                segs: &segs,
+                sql: format!(
+                    "SELECT {} FROM messages m JOIN conversations c ON c.id = m.conversation_id \
+                     AND c.tenant = $3 WHERE m.conversation_id = $1 AND m.seq = $2 \
+                     AND m.role <> 'system'",
+                    message_columns_of("m")
+                ),
+            };
+            let section = choose_from(query, hits, &mut source, counter, escape, complete)?;
+            tx.commit()?;
+            Ok(section)
+        })
+    }
+
     /// The parts of conversation `id`'s history that `query` may reach (`conversation`
     /// scope), its lexical index caught up over them first.
     async fn recall_index(
