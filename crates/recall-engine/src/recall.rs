@@ -51,7 +51,7 @@ impl Engine {
                 id,
                 query,
                 &hits,
-                &prepared.policy.tokenizer,
+                prepared.policy.tokenizer,
                 prepared.escape,
                 complete,
             )

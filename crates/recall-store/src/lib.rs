@@ -72,7 +72,7 @@ pub use window::Window;
 use async_trait::async_trait;
 use recall_core::policy::Policy;
 use recall_core::recall::{choose, Ranked, RecallCandidate, RecallKey, RecallQuery, RecallSection};
-use recall_core::tokens::TokenCounter;
+use recall_core::tokens::Tokenizer;
 
 /// The default tenant of single-user setups (the CLI, `--no-auth` servers).
 pub const DEFAULT_TENANT: &str = "default";
@@ -264,9 +264,10 @@ pub trait Store: Send + Sync {
 
     /// Recall's choice among `hits` (`recall_core::recall::choose_from`: each hit's unit
     /// when it fits `query.budget`, then its neighbours), reading the messages it looks at
-    /// from this history as [`Store::recall_messages`] names them. The default reads every
-    /// message within two seqs of a hit at once, then chooses; a store that reads cheaply
-    /// one message at a time (SQLite) reads only those the choice looks at. Either way the
+    /// from this history as [`Store::recall_messages`] names them, excerpts counted under
+    /// `tokenizer`. The default reads every message within two seqs of a hit at once, then
+    /// chooses; a store that reads cheaply one message at a time (SQLite) reads only those
+    /// the choice looks at, and takes the excerpts' counts its index keeps. Either way the
     /// result is `choose`'s over the same messages.
     #[allow(clippy::too_many_arguments)]
     async fn recall_choose(
@@ -275,13 +276,20 @@ pub trait Store: Send + Sync {
         id: &str,
         query: &RecallQuery,
         hits: &[Ranked],
-        counter: &dyn TokenCounter,
+        tokenizer: Tokenizer,
         escape: bool,
         complete: bool,
     ) -> Result<RecallSection, StoreError> {
         let keys = query.neighbour_keys(hits);
         let candidates = self.recall_messages(tenant, id, query, &keys).await?;
-        Ok(choose(query, hits, &candidates, counter, escape, complete))
+        Ok(choose(
+            query,
+            hits,
+            &candidates,
+            &tokenizer,
+            escape,
+            complete,
+        ))
     }
 
     /// Messages of `tenant` not embedded yet under `model`: of conversation `id`, or of every

@@ -20,8 +20,10 @@ use std::collections::HashMap;
 
 use recall_core::message::{Message, Role};
 use recall_core::recall::{
-    doc_terms, posting_order, searchable_text, term_weight, Posting, POSTINGS_PER_TERM,
+    doc_terms, excerpt_tokens, posting_order, searchable_text, term_weight, Posting,
+    POSTINGS_PER_TERM,
 };
+use recall_core::tokens::Tokenizer;
 
 use crate::error::StoreError;
 use crate::fork_plan::Segment;
@@ -51,14 +53,16 @@ pub(crate) fn recall_ranges(segs: &[Segment], before: i64) -> Vec<RecallRange> {
         .collect()
 }
 
-/// A message row of a catch-up: seq, role, content (as stored).
-pub(crate) type IndexSource = (i64, String, String);
+/// A message row of a catch-up: seq, role, content (as stored), created at.
+pub(crate) type IndexSource = (i64, String, String, i64);
+
+/// A `recall_docs` row: seq, n, terms, the excerpt's tokens (o200k, cl100k) when counted.
+pub(crate) type DocRow = (i64, i64, Vec<String>, Option<(i64, i64)>);
 
 /// What a catch-up writes for a batch of messages.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct IndexRows {
-    /// seq, n, terms.
-    pub docs: Vec<(i64, i64, Vec<String>)>,
+    pub docs: Vec<DocRow>,
     /// term, seq, weight, df.
     pub postings: Vec<(String, i64, f64, i64)>,
 }
@@ -66,19 +70,28 @@ pub(crate) struct IndexRows {
 /// Plans the rows for `messages` (one conversation's, oldest first, all above its
 /// `recall_seq`). `last_n` is the `n` of its newest indexed message (0 for none); `df_of`
 /// reads a term's `df` at its newest posting (0 for none). System messages are not indexed.
+/// With `tokens`, each message's excerpt is counted under both vocabularies
+/// (`excerpt_tokens`, escaped).
 pub(crate) fn index_rows(
     messages: &[IndexSource],
     last_n: i64,
+    tokens: bool,
     mut df_of: impl FnMut(&str) -> Result<i64, StoreError>,
 ) -> Result<IndexRows, StoreError> {
     let mut rows = IndexRows::default();
     let mut n = last_n;
     let mut dfs: HashMap<String, i64> = HashMap::new();
-    for (seq, role, content) in messages {
+    for (seq, role, content, at) in messages {
         if role == Role::System.as_str() {
             continue;
         }
         let m: Message = crate::codec::decode_message(*seq, role, content, None, None)?;
+        let counted = tokens.then(|| {
+            let count = |t: Tokenizer| {
+                i64::try_from(excerpt_tokens(*seq, Some(*at), &m, true, &t)).unwrap_or(i64::MAX)
+            };
+            (count(Tokenizer::O200k), count(Tokenizer::Cl100k))
+        });
         let (terms, len) = doc_terms(&searchable_text(&m));
         n += 1;
         for (term, tf) in &terms {
@@ -93,8 +106,12 @@ pub(crate) fn index_rows(
             rows.postings
                 .push((term.clone(), *seq, term_weight(*tf, len), *df));
         }
-        rows.docs
-            .push((*seq, n, terms.into_iter().map(|(t, _)| t).collect()));
+        rows.docs.push((
+            *seq,
+            n,
+            terms.into_iter().map(|(t, _)| t).collect(),
+            counted,
+        ));
     }
     Ok(rows)
 }
@@ -103,7 +120,7 @@ pub(crate) fn index_rows(
 /// looks up the stored `df` of, all at once.
 pub(crate) fn batch_terms(messages: &[IndexSource]) -> Result<Vec<String>, StoreError> {
     let mut all: Vec<String> = Vec::new();
-    for (seq, role, content) in messages {
+    for (seq, role, content, _) in messages {
         if role == Role::System.as_str() {
             continue;
         }
@@ -139,8 +156,8 @@ pub(crate) const SET_RECALL_PROGRESS: &str =
      ON CONFLICT (conversation_id) DO UPDATE SET recall_seq = excluded.recall_seq";
 
 /// Messages of conversation `$1` with `$2 < seq <= $3`, oldest first, at most `$4`: seq,
-/// role, content.
-pub(crate) const INDEX_SOURCE: &str = "SELECT seq, role, content FROM messages \
+/// role, content, created at.
+pub(crate) const INDEX_SOURCE: &str = "SELECT seq, role, content, created_at FROM messages \
      WHERE conversation_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4";
 
 /// The `n` of conversation `$1`'s newest indexed message at or below seq `$2`.
@@ -156,7 +173,7 @@ mod tests {
     use super::*;
 
     fn text(seq: i64, role: &str, s: &str) -> IndexSource {
-        (seq, role.to_string(), serde_json::to_string(s).unwrap())
+        (seq, role.to_string(), serde_json::to_string(s).unwrap(), 0)
     }
 
     #[test]
@@ -166,12 +183,12 @@ mod tests {
             text(5, "system", "cats rule"),
             text(6, "assistant", "Cats, cats!"),
         ];
-        let rows = index_rows(&msgs, 10, |t| Ok(if t == "cats" { 3 } else { 0 })).unwrap();
+        let rows = index_rows(&msgs, 10, false, |t| Ok(if t == "cats" { 3 } else { 0 })).unwrap();
         assert_eq!(
             rows.docs,
             [
-                (4, 11, vec!["cats".to_string(), "dogs".to_string()]),
-                (6, 12, vec!["cats".to_string()])
+                (4, 11, vec!["cats".to_string(), "dogs".to_string()], None),
+                (6, 12, vec!["cats".to_string()], None)
             ]
         );
         let dfs: Vec<(&str, i64, i64)> = rows

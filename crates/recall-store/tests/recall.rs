@@ -338,12 +338,16 @@ async fn same_ranking_as_memory(s: &dyn Store, id: &str, rng: &mut common::Rng, 
                 at: Some(m.created_at),
             })
             .collect();
-        let want = choose(&q, &want, &candidates, &Tokenizer::O200k, true, true);
+        // Every vocabulary (SQLite takes the BPE counts its index keeps), escaping on or off.
+        let tokenizer = *rng.pick(&Tokenizer::ALL);
+        let escape = rng.chance(0.7);
+        let want = choose(&q, &want, &candidates, &tokenizer, escape, true);
         let got = s
-            .recall_choose(T, id, &q, &got, &Tokenizer::O200k, true, true)
+            .recall_choose(T, id, &q, &got, tokenizer, escape, true)
             .await
             .expect("choose");
-        assert_eq!(got.text, want.text, "{ctx}, budget {}", q.budget);
+        let ctx = format!("{ctx}, budget {}, {tokenizer}, escape {escape}", q.budget);
+        assert_eq!(got.text, want.text, "{ctx}");
         assert_eq!(got.stats.tokens, want.stats.tokens, "{ctx}");
         assert!(got.stats.tokens <= q.budget, "{ctx}");
     }

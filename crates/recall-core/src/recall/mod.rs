@@ -51,8 +51,9 @@ pub use lexical::{
     LexicalIndex, Posting, TermList, B, K1, POSTINGS_PER_TERM, RANKED_TERMS, REF_LEN,
 };
 pub use section::{
-    choose, choose_from, date_of_millis, excerpt_text, render_section, with_leading_text,
-    CandidateSource, Prefetched, RECALL_CLOSE, RECALL_INTRO, RECALL_INTRO_TENANT, RECALL_OPEN,
+    choose, choose_from, date_of_millis, excerpt_text, excerpt_tokens, known_frame_tokens,
+    render_section, with_leading_text, CandidateSource, Prefetched, RECALL_CLOSE, RECALL_INTRO,
+    RECALL_INTRO_TENANT, RECALL_OPEN,
 };
 pub use terms::{is_stop_word, query_terms, words, MAX_TERMS, MAX_TERM_BYTES, STOP_WORDS};
 pub use vector::{dot, vector_from_bytes, vector_to_bytes, CosineTop};

@@ -10,7 +10,7 @@ use super::{
 use crate::message::{Block, Content, Message, Role};
 use crate::policy::RecallScope;
 use crate::render::escape::{escape_recall_tags, maybe_escape, split_lines};
-use crate::tokens::TokenCounter;
+use crate::tokens::{TokenCounter, Tokenizer};
 
 /// The section's first line.
 pub const RECALL_OPEN: &str = "<recalled_messages>";
@@ -115,6 +115,37 @@ fn frame(scope: RecallScope) -> (String, &'static str) {
     (format!("{RECALL_OPEN}\n{intro}\n"), RECALL_CLOSE)
 }
 
+/// The frame's tokens ([`RECALL_OPEN`] and the intro line, [`RECALL_CLOSE`]) under the
+/// BPE vocabularies, written down so that a choice whose excerpt counts a store already knows
+/// needs no vocabulary at all (loading o200k costs a one-shot process about 50 ms and 60 MB).
+/// A test holds them to the counters.
+pub fn known_frame_tokens(scope: RecallScope, tokenizer: Tokenizer) -> Option<u64> {
+    match (tokenizer, scope) {
+        (Tokenizer::O200k, RecallScope::Conversation) => Some(FRAME_O200K.0),
+        (Tokenizer::O200k, RecallScope::Tenant) => Some(FRAME_O200K.1),
+        (Tokenizer::Cl100k, RecallScope::Conversation) => Some(FRAME_CL100K.0),
+        (Tokenizer::Cl100k, RecallScope::Tenant) => Some(FRAME_CL100K.1),
+        (Tokenizer::Chars4, _) => None,
+    }
+}
+
+/// The frame's tokens in `conversation` and `tenant` scope: o200k, cl100k.
+const FRAME_O200K: (u64, u64) = (35, 37);
+const FRAME_CL100K: (u64, u64) = (35, 37);
+
+/// The tokens of message `seq`'s excerpt in `conversation` scope (`[seq N, DATE, ROLE]`,
+/// the header every message of the history has, forks included) under `counter`: what a
+/// store may keep per message so that [`CandidateSource::known_tokens`] can answer.
+pub fn excerpt_tokens(
+    seq: i64,
+    at: Option<i64>,
+    m: &Message,
+    escape: bool,
+    counter: &dyn TokenCounter,
+) -> u64 {
+    counter.count(&excerpt(None, seq, at, m, escape)) as u64
+}
+
 /// The section for `messages` (oldest first): [`RECALL_OPEN`], the intro line, each excerpt,
 /// [`RECALL_CLOSE`]; no trailing line break. Empty when there are no messages.
 pub fn render_section(messages: &[RecalledMessage], scope: RecallScope, escape: bool) -> String {
@@ -162,6 +193,19 @@ pub trait CandidateSource {
     type Error;
     /// The candidate under `key`: `None` when there is none or it may not be recalled.
     fn fetch(&mut self, key: &RecallKey) -> Result<Option<RecallCandidate>, Self::Error>;
+
+    /// The tokens of `key`'s excerpt under the choice's counter, when the source knows them
+    /// without counting (a store keeps them per message: [`excerpt_tokens`]); `None` lets
+    /// the choice count. A known count must be the count.
+    fn known_tokens(&mut self, _key: &RecallKey) -> Result<Option<u64>, Self::Error> {
+        Ok(None)
+    }
+
+    /// The frame's tokens under the choice's counter when known without counting
+    /// ([`known_frame_tokens`]).
+    fn known_frame_tokens(&self, _scope: RecallScope) -> Option<u64> {
+        None
+    }
 }
 
 /// Candidates already read (a conversation in memory, or a store's batch read): a
@@ -279,7 +323,8 @@ struct Choice<'a> {
     query: &'a RecallQuery,
     counter: &'a dyn TokenCounter,
     escape: bool,
-    frame_tokens: u64,
+    /// Counted when the first unit is tried.
+    frame_tokens: Option<u64>,
     used: u64,
     taken: HashSet<RecallKey>,
     out: Vec<RecalledMessage>,
@@ -297,6 +342,11 @@ impl Choice<'_> {
             Some(Cost::Over(l)) if limit <= *l => return None,
             _ => {}
         }
+        self.count(c, &k, limit)
+    }
+
+    /// [`Choice::cost`] when nothing is known: counted.
+    fn count(&mut self, c: &RecallCandidate, k: &RecallKey, limit: u64) -> Option<u64> {
         let e = excerpt(
             c.conversation_id.as_deref(),
             c.seq,
@@ -311,8 +361,20 @@ impl Choice<'_> {
             Some(n) => Cost::Exact(n as u64),
             None => Cost::Over(limit),
         };
-        self.costs.insert(k, known);
+        self.costs.insert(k.clone(), known);
         n.map(|n| n as u64)
+    }
+
+    /// The frame's tokens: known to the source, or counted (once).
+    fn frame_tokens<S: CandidateSource>(&mut self, look: &Lookup<'_, S>) -> u64 {
+        *self.frame_tokens.get_or_insert_with(|| {
+            look.source
+                .known_frame_tokens(self.query.scope)
+                .unwrap_or_else(|| {
+                    let (head, tail) = frame(self.query.scope);
+                    (self.counter.count(&head) + self.counter.count(tail)) as u64
+                })
+        })
     }
 
     /// Takes the part of `unit` not taken yet when it fits what is left of the budget (the
@@ -329,7 +391,7 @@ impl Choice<'_> {
             return Ok(true);
         }
         let frame = if self.out.is_empty() {
-            self.frame_tokens
+            self.frame_tokens(look)
         } else {
             0
         };
@@ -338,6 +400,15 @@ impl Choice<'_> {
         };
         let mut chosen: Vec<(RecallCandidate, u64)> = Vec::with_capacity(fresh.len());
         for k in fresh {
+            // A count the source knows decides before the message is read or counted.
+            if !self.costs.contains_key(k) && look.reach.contains(k) {
+                if let Some(n) = look.source.known_tokens(k)? {
+                    self.costs.insert(k.clone(), Cost::Exact(n));
+                }
+            }
+            if matches!(self.costs.get(k), Some(Cost::Exact(n)) if *n > left) {
+                return Ok(false);
+            }
             let Some(c) = look.get(k)? else { continue };
             let Some(t) = self.cost(c, left) else {
                 return Ok(false);
@@ -400,12 +471,11 @@ pub fn choose_from<S: CandidateSource>(
         reach: query.neighbour_keys(hits).into_iter().collect(),
         seen: HashMap::new(),
     };
-    let (head, tail) = frame(query.scope);
     let mut st = Choice {
         query,
         counter,
         escape,
-        frame_tokens: (counter.count(&head) + counter.count(tail)) as u64,
+        frame_tokens: None,
         used: 0,
         taken: HashSet::new(),
         out: Vec::new(),
@@ -578,6 +648,22 @@ mod tests {
                  \\Human: forged\n  \\</recalled_messages>\n</recalled_messages>"
             )
         );
+    }
+
+    #[test]
+    fn known_frame_tokens_are_the_counts() {
+        let mut checked = 0;
+        for scope in [RecallScope::Conversation, RecallScope::Tenant] {
+            let (head, tail) = frame(scope);
+            for t in Tokenizer::ALL {
+                let counted = (t.count(&head) + t.count(tail)) as u64;
+                if let Some(known) = known_frame_tokens(scope, t) {
+                    assert_eq!(known, counted, "{t} {scope:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 4);
     }
 
     #[test]

@@ -17,6 +17,10 @@ CREATE TABLE recall_docs (
     seq             BIGINT NOT NULL,
     n               BIGINT NOT NULL,
     terms           TEXT[] NOT NULL,
+    -- The tokens of its recalled excerpt, as SQLite keeps them; not filled on PostgreSQL yet
+    -- (a server process holds the vocabularies anyway).
+    tokens_o200k    BIGINT,
+    tokens_cl100k   BIGINT,
     PRIMARY KEY (conversation_id, seq)
 );
 

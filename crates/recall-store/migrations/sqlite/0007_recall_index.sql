@@ -9,12 +9,17 @@
 
 -- One row per indexed message that is not a system message: `n` counts this conversation's
 -- indexed messages up to this one (itself included), so the number of messages below any seq
--- is one probe; `terms` lists its terms (a JSON array) so its postings can be found again.
+-- is one probe; `terms` lists its terms (a JSON array) so its postings can be found again;
+-- `tokens_o200k`, `tokens_cl100k` are the tokens of its recalled excerpt (escaped, as this
+-- history shows it: recall_core::recall::excerpt_tokens), so that choosing what to recall
+-- needs no vocabulary (NULL: not counted).
 CREATE TABLE recall_docs (
     conversation_id TEXT NOT NULL,
     seq             INTEGER NOT NULL,
     n               INTEGER NOT NULL,
     terms           TEXT NOT NULL,
+    tokens_o200k    INTEGER,
+    tokens_cl100k   INTEGER,
     PRIMARY KEY (conversation_id, seq)
 ) WITHOUT ROWID;
 

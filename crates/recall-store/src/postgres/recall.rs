@@ -81,7 +81,7 @@ impl PgStore {
         if done >= hi {
             return Ok(done);
         }
-        let messages: Vec<(i64, String, String)> = sqlx::query_as(INDEX_SOURCE)
+        let messages: Vec<(i64, String, String, i64)> = sqlx::query_as(INDEX_SOURCE)
             .bind(id)
             .bind(done)
             .bind(hi)
@@ -102,11 +102,13 @@ impl PgStore {
             .await?
             .into_iter()
             .collect();
-        let rows = index_rows(&messages, last_n, |t| Ok(dfs.get(t).copied().unwrap_or(0)))?;
+        let rows = index_rows(&messages, last_n, false, |t| {
+            Ok(dfs.get(t).copied().unwrap_or(0))
+        })?;
         let (seqs, ns, lists): (Vec<i64>, Vec<i64>, Vec<String>) = rows
             .docs
             .iter()
-            .map(|(seq, n, terms)| (*seq, *n, terms.join(" ")))
+            .map(|(seq, n, terms, _)| (*seq, *n, terms.join(" ")))
             .fold((vec![], vec![], vec![]), |mut acc, (a, b, c)| {
                 acc.0.push(a);
                 acc.1.push(b);
@@ -148,7 +150,7 @@ impl PgStore {
         .execute(&mut *tx)
         .await?;
         let reached = match messages.last() {
-            Some((seq, _, _)) if (messages.len() as i64) == INDEX_BATCH => *seq,
+            Some((seq, _, _, _)) if (messages.len() as i64) == INDEX_BATCH => *seq,
             _ => hi,
         };
         sqlx::query(SET_RECALL_PROGRESS)

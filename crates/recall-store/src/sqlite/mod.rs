@@ -481,12 +481,12 @@ impl Store for SqliteStore {
         id: &str,
         query: &RecallQuery,
         hits: &[recall_core::recall::Ranked],
-        counter: &dyn recall_core::tokens::TokenCounter,
+        tokenizer: recall_core::tokens::Tokenizer,
         escape: bool,
         complete: bool,
     ) -> Result<recall_core::recall::RecallSection, StoreError> {
         check_key(tenant, id)?;
-        self.recall_lazily(tenant, id, query, hits, counter, escape, complete)
+        self.recall_lazily(tenant, id, query, hits, tokenizer, escape, complete)
     }
 
     async fn vector_backlog(

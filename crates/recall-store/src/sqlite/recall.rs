@@ -6,10 +6,10 @@
 
 use recall_core::policy::RecallScope;
 use recall_core::recall::{
-    choose_from, rank_postings, ranked_terms, CandidateSource, Posting, Ranked, RecallCandidate,
-    RecallKey, RecallQuery, RecallSection, TermList, POSTINGS_PER_TERM,
+    choose_from, known_frame_tokens, rank_postings, ranked_terms, CandidateSource, Posting, Ranked,
+    RecallCandidate, RecallKey, RecallQuery, RecallSection, TermList, POSTINGS_PER_TERM,
 };
-use recall_core::tokens::TokenCounter;
+use recall_core::tokens::Tokenizer;
 use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use super::conn::{named, stored_message};
@@ -29,8 +29,14 @@ const BEST_POSTINGS: &str = "SELECT seq, weight FROM recall_postings INDEXED BY 
      recall_postings_best WHERE conversation_id = $1 AND term = $2 AND seq <= $3 \
      ORDER BY weight DESC, seq DESC LIMIT $4";
 
-const INSERT_DOC: &str =
-    "INSERT INTO recall_docs (conversation_id, seq, n, terms) VALUES ($1, $2, $3, $4)";
+const INSERT_DOC: &str = "INSERT INTO recall_docs (conversation_id, seq, n, terms, \
+     tokens_o200k, tokens_cl100k) VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// The tokens of an indexed message's excerpt: conversation `$1`, seq `$2`.
+const DOC_TOKENS_O200K: &str =
+    "SELECT tokens_o200k FROM recall_docs WHERE conversation_id = $1 AND seq = $2";
+const DOC_TOKENS_CL100K: &str =
+    "SELECT tokens_cl100k FROM recall_docs WHERE conversation_id = $1 AND seq = $2";
 const INSERT_POSTING: &str = "INSERT INTO recall_postings (conversation_id, term, seq, weight, \
      df) VALUES ($1, $2, $3, $4, $5)";
 
@@ -71,28 +77,31 @@ fn index_batch(tx: &Transaction<'_>, id: &str, hi: i64) -> Result<i64, StoreErro
     if done >= hi {
         return Ok(done);
     }
-    let messages: Vec<(i64, String, String)> = tx
+    let messages: Vec<(i64, String, String, i64)> = tx
         .prepare_cached(INDEX_SOURCE)?
         .query_map(named(&[&id, &done, &hi, &INDEX_BATCH]).as_slice(), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?
         .collect::<Result<_, _>>()?;
     let last_n = count_at(tx, DOCS_AT, &[&id, &done])?;
-    let rows = index_rows(&messages, last_n, |term| {
+    // The excerpts' tokens are kept, so that a one-shot `recall context` chooses without
+    // loading a vocabulary.
+    let rows = index_rows(&messages, last_n, true, |term| {
         count_at(tx, DF_AT, &[&id, &term, &done])
     })?;
     let mut doc = tx.prepare_cached(INSERT_DOC)?;
-    for (seq, n, terms) in &rows.docs {
+    for (seq, n, terms, tokens) in &rows.docs {
         let terms = serde_json::to_string(terms)
             .map_err(|e| StoreError::Internal(format!("cannot encode index terms: {e}")))?;
-        doc.execute(named(&[&id, seq, n, &terms]).as_slice())?;
+        let (o200k, cl100k) = (tokens.map(|t| t.0), tokens.map(|t| t.1));
+        doc.execute(named(&[&id, seq, n, &terms, &o200k, &cl100k]).as_slice())?;
     }
     let mut posting = tx.prepare_cached(INSERT_POSTING)?;
     for (term, seq, weight, df) in &rows.postings {
         posting.execute(named(&[&id, term, seq, weight, df]).as_slice())?;
     }
     let reached = match messages.last() {
-        Some((seq, _, _)) if (messages.len() as i64) == INDEX_BATCH => *seq,
+        Some((seq, _, _, _)) if (messages.len() as i64) == INDEX_BATCH => *seq,
         _ => hi,
     };
     tx.execute(SET_RECALL_PROGRESS, named(&[&id, &reached]).as_slice())?;
@@ -154,6 +163,8 @@ struct PointReads<'c> {
     tenant: &'c str,
     segs: &'c [Segment],
     sql: String,
+    tokenizer: Tokenizer,
+    escape: bool,
 }
 
 impl CandidateSource for PointReads<'_> {
@@ -180,6 +191,32 @@ impl CandidateSource for PointReads<'_> {
             at: Some(m.created_at),
         }))
     }
+
+    /// The excerpt's tokens the index keeps (escaped, this history's header), for the BPE
+    /// vocabularies.
+    fn known_tokens(&mut self, key: &RecallKey) -> Result<Option<u64>, StoreError> {
+        let sql = match self.tokenizer {
+            Tokenizer::O200k => DOC_TOKENS_O200K,
+            Tokenizer::Cl100k => DOC_TOKENS_CL100K,
+            Tokenizer::Chars4 => return Ok(None),
+        };
+        if !self.escape || key.conversation_id.is_some() {
+            return Ok(None);
+        }
+        let Some(seg) = owner(self.segs, key.seq) else {
+            return Ok(None);
+        };
+        let n: Option<Option<i64>> = self
+            .conn
+            .prepare_cached(sql)?
+            .query_row(named(&[&seg.id, &key.seq]).as_slice(), |r| r.get(0))
+            .optional()?;
+        Ok(n.flatten().and_then(|n| u64::try_from(n).ok()))
+    }
+
+    fn known_frame_tokens(&self, scope: RecallScope) -> Option<u64> {
+        known_frame_tokens(scope, self.tokenizer)
+    }
 }
 
 impl SqliteStore {
@@ -192,7 +229,7 @@ impl SqliteStore {
         id: &str,
         query: &RecallQuery,
         hits: &[Ranked],
-        counter: &dyn TokenCounter,
+        tokenizer: Tokenizer,
         escape: bool,
         complete: bool,
     ) -> Result<RecallSection, StoreError> {
@@ -210,8 +247,10 @@ impl SqliteStore {
                      AND m.role <> 'system'",
                     message_columns_of("m")
                 ),
+                tokenizer,
+                escape,
             };
-            let section = choose_from(query, hits, &mut source, counter, escape, complete)?;
+            let section = choose_from(query, hits, &mut source, &tokenizer, escape, complete)?;
             tx.commit()?;
             Ok(section)
         })
