@@ -39,12 +39,16 @@ fn sql_max(a: &str, b: &str) -> String {
 /// NULL when none does. Running totals continue each other along a chain, so it is the one
 /// found in the oldest segment that holds one; within a segment one index probe tells: when
 /// the first row reaching `x` lies past the segment's end, no row of it does (totals never go
-/// down). A fork's own rows start after its fork point, so no lower bound is needed.
+/// down). A fork's own rows start after its fork point, so no lower bound is needed. The
+/// segments are probed oldest first (a sorted subquery, `OFFSET 0` keeps its order for the
+/// nested loop) and the `LIMIT 1` stops at the first hit: a fork whose window starts in its
+/// parent's rows costs one probe, as its parent does.
 fn reaching(out: &str, column: &str, x: &str) -> String {
     format!(
-        "(SELECT f.{out} FROM g CROSS JOIN LATERAL (SELECT seq, cum_cuts FROM messages \
-         WHERE conversation_id = g.id AND {column} >= {x} ORDER BY {column}, seq LIMIT 1) f \
-         WHERE f.seq <= g.upto ORDER BY g.depth DESC LIMIT 1)"
+        "(SELECT f.{out} FROM (SELECT id, depth, upto FROM g ORDER BY depth DESC OFFSET 0) o \
+         CROSS JOIN LATERAL (SELECT seq, cum_cuts FROM messages \
+         WHERE conversation_id = o.id AND {column} >= {x} ORDER BY {column}, seq LIMIT 1) f \
+         WHERE f.seq <= o.upto ORDER BY o.depth DESC LIMIT 1)"
     )
 }
 
