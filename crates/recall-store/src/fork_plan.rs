@@ -21,6 +21,11 @@
 //! - A fork is made on the nearest conversation of the chain that holds rows up to k (a fork
 //!   of a fork at a seq of the grandparent is a fork of the grandparent), so chains only grow
 //!   when a fork really extends one.
+//! - Since rows a fork reads never change and its chain's links never change while it exists
+//!   (a parent with forks is neither cleared nor deleted without them; a cleared fork
+//!   detaches), a fork's row stores its chain once, at creation (migration 0008: `chain`, its
+//!   ancestors' segments as JSON, see [`encode_chain`], and `prefix_system`, whether they hold
+//!   a system message): reads take the chain from the row instead of a recursive query.
 
 use crate::append_plan::Running;
 use crate::window::Totals;
@@ -62,6 +67,89 @@ pub(crate) fn segments(rows: &[ChainRow]) -> Vec<Segment> {
     }
     out
 }
+
+/// A segment of a stored chain (migration 0008's `chain` column, one JSON object per
+/// ancestor): `depth` 1 for the parent, 2 for its parent, and so on.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredSegment {
+    id: String,
+    depth: i64,
+    after: i64,
+    upto: i64,
+}
+
+/// The ancestors' segments of a fork at `at` of the history `segs` (newest first): those of
+/// the conversation it is made on ([`fork_parent`]), read up to `at`, and of its ancestors.
+pub(crate) fn fork_ancestors(segs: &[Segment], at: i64) -> Vec<Segment> {
+    let Some(parent) = fork_parent(segs, at) else {
+        return Vec::new();
+    };
+    let from = segs.iter().position(|s| s.id == parent.id).unwrap_or(0);
+    let mut out = segs[from..].to_vec();
+    if let Some(first) = out.first_mut() {
+        first.upto = at;
+    }
+    out
+}
+
+/// A fork's `chain` column: its ancestors' segments (newest first) as a JSON array of
+/// `{"id", "depth", "after", "upto"}` objects (PostgreSQL's window read unpacks it with
+/// `json_to_recordset`; migration 0008 builds the same).
+pub(crate) fn encode_chain(ancestors: &[Segment]) -> Result<String, crate::error::StoreError> {
+    let stored: Vec<StoredSegment> = ancestors
+        .iter()
+        .zip(1..)
+        .map(|(s, depth)| StoredSegment {
+            id: s.id.clone(),
+            depth,
+            after: s.after,
+            upto: s.upto,
+        })
+        .collect();
+    serde_json::to_string(&stored)
+        .map_err(|e| crate::error::StoreError::Corrupt(format!("chain: {e}")))
+}
+
+/// The segments of conversation `id`'s history from its row (`parent_id`, `fork_seq` and the
+/// stored `chain`), newest first; `None` for a fork whose row holds no chain (read it with
+/// [`CHAIN_SQL`]).
+pub(crate) fn stored_segments(
+    id: &str,
+    parent: Option<&str>,
+    fork_seq: i64,
+    chain: Option<&str>,
+) -> Result<Option<Vec<Segment>>, crate::error::StoreError> {
+    let own = Segment {
+        id: id.to_string(),
+        after: if parent.is_some() { fork_seq } else { 0 },
+        upto: i64::MAX,
+    };
+    let chain = match (parent, chain) {
+        (None, _) => return Ok(Some(vec![own])),
+        (Some(_), None) => return Ok(None),
+        (Some(_), Some(c)) => c,
+    };
+    let mut stored: Vec<StoredSegment> = serde_json::from_str(chain)
+        .map_err(|e| crate::error::StoreError::Corrupt(format!("chain of '{id}': {e}")))?;
+    stored.sort_by_key(|s| s.depth);
+    let mut out = Vec::with_capacity(stored.len() + 1);
+    out.push(own);
+    out.extend(stored.into_iter().map(|s| Segment {
+        id: s.id,
+        after: s.after,
+        upto: s.upto,
+    }));
+    Ok(Some(out))
+}
+
+/// Conversation `$1` of tenant `$2`'s parent id, fork seq and stored chain (migration 0008).
+pub(crate) const CHAIN_ROW_SQL: &str =
+    "SELECT parent_id, fork_seq, chain FROM conversations WHERE id = $1 AND tenant = $2";
+
+/// Whether conversation `$1` holds a system message at or before seq `$2` (a fork's
+/// `prefix_system` is this along its ancestors' segments).
+pub(crate) const SYSTEM_IN_SEGMENT: &str = "SELECT EXISTS (SELECT 1 FROM messages \
+     WHERE conversation_id = $1 AND role = 'system' AND seq <= $2)";
 
 /// The segments that hold the history up to `at` (each bounded by it), newest first; those
 /// with no row at or before `at` are left out.
@@ -119,22 +207,21 @@ pub(crate) const CHAIN_SQL: &str = "WITH RECURSIVE chain (id, parent_id, fork_se
      JOIN chain ON c.id = chain.parent_id) \
      SELECT id, parent_id, fork_seq FROM chain ORDER BY depth";
 
-/// The segments of conversation `id`'s history (both placeholders, e.g. `$1`, `$2`: the
-/// conversation and its tenant) as common table expressions for a `WITH RECURSIVE` clause:
-/// `ch` the chain ([`CHAIN_SQL`]'s rows), and `g (id, depth, lo, upto)`, one row per segment
-/// (depth 0 the conversation itself, 1 its parent, …; `lo` and `upto` as `after` and `upto`
-/// in [`Segment`]). Nothing when
-/// the conversation is not the tenant's. A statement reads "this history" as the rows of `g`'s
-/// conversations with `seq <= g.upto` (a segment's own rows all lie above its `after`), so a
-/// fork's queries cross into its parent's rows with no other change.
-pub(crate) fn history_segments(id: &str, tenant: &str) -> String {
+/// The segments of a history as a common table expression for PostgreSQL, from the
+/// conversation's row as CTE `row` gives it (columns `id`, `chain`, `prefix_system`):
+/// `g (id, depth, upto, sys)`, one row per segment (depth 0 the conversation itself, 1 its
+/// parent, …; `upto` as in [`Segment`]; `sys` false for an ancestor's segment when the stored
+/// flag says the prefix holds no system message). Nothing when `row` has no row. A statement
+/// reads "this history" as the rows of `g`'s conversations with `seq <= g.upto` (a segment's
+/// own rows all lie above its `after`), so a fork's queries cross into its parent's rows with
+/// no other change; a conversation that is no fork (`chain` NULL) has one segment.
+pub(crate) fn stored_history_segments(row: &str) -> String {
     format!(
-        "ch (id, parent_id, fork_seq, depth) AS (\
-         SELECT id, parent_id, fork_seq, 0 FROM conversations WHERE id = {id} AND tenant = {tenant} \
-         UNION ALL SELECT p.id, p.parent_id, p.fork_seq, ch.depth + 1 FROM conversations p \
-         JOIN ch ON p.id = ch.parent_id), \
-         g AS MATERIALIZED (SELECT id, depth, \
-         CASE WHEN parent_id IS NULL THEN 0 ELSE fork_seq END AS lo, COALESCE(LAG(fork_seq) OVER (ORDER BY depth), 9223372036854775807) AS upto FROM ch)"
+        "g AS MATERIALIZED (SELECT {row}.id, CAST(0 AS BIGINT) AS depth, \
+         CAST(9223372036854775807 AS BIGINT) AS upto, TRUE AS sys FROM {row} \
+         UNION ALL SELECT j.id, j.depth, j.upto, {row}.prefix_system FROM {row} \
+         CROSS JOIN LATERAL json_to_recordset(CAST({row}.chain AS JSON)) \
+         AS j (id TEXT, depth BIGINT, upto BIGINT))"
     )
 }
 
@@ -236,12 +323,12 @@ pub(crate) fn forks_of_sql() -> String {
 /// `INSERT` of a fork: `$1` id, `$2` tenant, `$3` title, `$4` system prompt, `$5` metadata,
 /// `$6` policy, `$7` the time, `$8` parent, `$9` fork seq (also its last seq), `$10`–`$16`
 /// as `Running::columns` after the last seq (count, o200k, cl100k, chars, chars4, turns,
-/// cuts).
+/// cuts), `$17` the chain ([`encode_chain`]), `$18` whether it holds a system message.
 pub(crate) const INSERT_FORK: &str = "INSERT INTO conversations (id, tenant, title, \
      system_prompt, metadata, policy, created_at, updated_at, parent_id, fork_seq, last_seq, \
      message_count, total_o200k, total_cl100k, total_chars, total_chars4, total_turns, \
-     total_cuts) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $9, $10, $11, $12, $13, $14, \
-     $15, $16)";
+     total_cuts, chain, prefix_system) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $9, \
+     $10, $11, $12, $13, $14, $15, $16, $17, $18)";
 
 /// Gives fork `$1` the stable windows of conversation `$2` that are current at `$3` (a fork
 /// at the tip has the same history, so the same windows).
@@ -251,8 +338,8 @@ pub(crate) const COPY_STABLE_WINDOWS: &str = "INSERT INTO stable_windows (conver
 
 /// Makes conversation `$1` a conversation of its own (a cleared fork reads nothing of its
 /// parent any more).
-pub(crate) const DETACH: &str =
-    "UPDATE conversations SET parent_id = NULL, fork_seq = 0 WHERE id = $1";
+pub(crate) const DETACH: &str = "UPDATE conversations SET parent_id = NULL, fork_seq = 0, \
+     chain = NULL, prefix_system = FALSE WHERE id = $1";
 
 /// Redacts message `$2` of conversation `$1`: `$3` the content, `$4`–`$7` tokens (o200k,
 /// cl100k), chars, flags of it; the metadata goes, the status records the redaction.
@@ -331,6 +418,51 @@ mod tests {
         let broken = [row("f", Some("p"), 7), row("x", None, 0)];
         assert_eq!(segments(&broken), vec![seg("f", 7, i64::MAX)]);
         assert!(segments(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_fork_stores_the_chain_the_recursive_query_reads() {
+        let rows = [
+            row("f", Some("p"), 7),
+            row("p", Some("g"), 3),
+            row("g", None, 0),
+        ];
+        let segs = segments(&rows);
+        // A fork of f at `at`, made on `on`: its stored chain decodes to the segments of the
+        // chain rows it will have.
+        for (at, on, on_parent, on_seq) in [
+            (9, "f", Some("p"), 7),
+            (7, "p", Some("g"), 3),
+            (5, "p", Some("g"), 3),
+            (2, "g", None, 0),
+            (0, "g", None, 0),
+        ] {
+            let ancestors = fork_ancestors(&segs, at);
+            let from = rows.iter().position(|r| r.0 == on).unwrap();
+            let mut chain_rows = vec![row("x", Some(on), at)];
+            chain_rows.extend(rows[from..].iter().cloned());
+            assert_eq!(chain_rows[1], row(on, on_parent, on_seq));
+            let stored =
+                stored_segments("x", Some(on), at, Some(&encode_chain(&ancestors).unwrap()))
+                    .unwrap()
+                    .unwrap();
+            assert_eq!(stored, segments(&chain_rows), "fork at {at}");
+        }
+        // Objects in any order (as an aggregate may build them), decoded by depth.
+        let json =
+            r#"[{"id":"g","depth":2,"after":0,"upto":3},{"upto":7,"after":3,"depth":1,"id":"p"}]"#;
+        assert_eq!(
+            stored_segments("f", Some("p"), 7, Some(json))
+                .unwrap()
+                .unwrap(),
+            segs
+        );
+        assert_eq!(
+            stored_segments("g", None, 0, None).unwrap().unwrap(),
+            segments(&rows[2..])
+        );
+        assert!(stored_segments("f", Some("p"), 7, None).unwrap().is_none());
+        assert!(stored_segments("f", Some("p"), 7, Some("{")).is_err());
     }
 
     #[test]

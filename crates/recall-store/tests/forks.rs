@@ -801,3 +801,200 @@ fn postgres_parent_and_fork_in_two_processes() {
     parent_and_fork_in_two_processes(&db.url);
     drop(db);
 }
+
+/// Raw access to a store's database, for what no `Store` method does: undoing and redoing
+/// migration 0008's backfill.
+enum Raw {
+    Sqlite(std::path::PathBuf),
+    Pg(String),
+}
+
+/// Migration 0008's backfill statements (the file's part from its `-- Backfill` line).
+fn backfill_sql(raw: &Raw) -> &'static str {
+    let file = match raw {
+        Raw::Sqlite(_) => include_str!("../migrations/sqlite/0008_fork_chain.sql"),
+        Raw::Pg(_) => include_str!("../migrations/postgres/0008_fork_chain.sql"),
+    };
+    &file[file.find("-- Backfill").expect("backfill part")..]
+}
+
+impl Raw {
+    async fn exec(&self, sql: &str) {
+        match self {
+            Raw::Sqlite(path) => {
+                let c = rusqlite::Connection::open(path).unwrap();
+                c.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+                c.execute_batch(sql).unwrap();
+            }
+            Raw::Pg(url) => {
+                let pool = sqlx::PgPool::connect(url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+                pool.close().await;
+            }
+        }
+    }
+
+    /// Every conversation's id, stored chain (as JSON) and prefix flag, by id.
+    async fn chains(&self) -> Vec<(String, Option<serde_json::Value>, bool)> {
+        let sql = "SELECT id, chain, prefix_system FROM conversations ORDER BY id";
+        let rows: Vec<(String, Option<String>, bool)> = match self {
+            Raw::Sqlite(path) => {
+                let c = rusqlite::Connection::open(path).unwrap();
+                let mut stmt = c.prepare(sql).unwrap();
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .unwrap();
+                rows.collect::<Result<_, _>>().unwrap()
+            }
+            Raw::Pg(url) => {
+                let pool = sqlx::PgPool::connect(url).await.unwrap();
+                let rows = sqlx::query_as(sql).fetch_all(&pool).await.unwrap();
+                pool.close().await;
+                rows
+            }
+        };
+        rows.into_iter()
+            .map(|(id, chain, sys)| {
+                let chain = chain.map(|c| serde_json::from_str(&c).unwrap());
+                (id, chain, sys)
+            })
+            .collect()
+    }
+}
+
+/// The chain a fork's row stores (migration 0008) reads as the recursive query does: forks
+/// whose prefix holds a system message or not (in the parent, in the grandparent only, in the
+/// fork's own rows only), forks of forks, a fork at 0 and a cleared (detached) fork all read
+/// what a copied conversation reads; so do they with the stored chains gone (a row from before
+/// the migration) and after the migration's backfill, which stores what forking stored.
+async fn stored_chains(s: &dyn Store, raw: Raw) {
+    let mut rng = Rng::new(8);
+    let ps = policies(&mut rng);
+    let mut with_system = vec![Message::text(Role::System, "house rules")];
+    with_system.extend(common::conversation(&mut rng, 30));
+    // Random conversations hold system messages now and then: none in these.
+    let no_system = |mut ms: Vec<Message>| {
+        ms.retain(|m| m.role != Role::System);
+        ms
+    };
+    let plain = no_system(common::conversation(&mut rng, 30));
+    let a = new_conv(s, None).await;
+    append_chunks(s, &a, &with_system, &mut rng).await;
+    let b = new_conv(s, None).await;
+    append_chunks(s, &b, &plain, &mut rng).await;
+    // (conversation, the messages a copy holds)
+    let mut pairs: Vec<(String, Vec<Message>)> = Vec::new();
+    let fork = |on: String, at: i64, from: &[Message], own: Vec<Message>| {
+        let mut all = from[..at as usize].to_vec();
+        all.extend(own.iter().cloned());
+        (on, at, own, all)
+    };
+    // f1: prefix with a system message; f2: none in the prefix, one of its own.
+    let mut own2 = no_system(common::conversation(&mut rng, 5));
+    let own2_system = own2.len() + 1;
+    own2.push(Message::text(Role::System, "fork rules"));
+    own2.extend(common::conversation(&mut rng, 3));
+    let plan = [
+        fork(
+            a.clone(),
+            20,
+            &with_system,
+            common::conversation(&mut rng, 8),
+        ),
+        fork(b.clone(), 15, &plain, own2),
+        fork(b.clone(), 0, &plain, common::conversation(&mut rng, 4)),
+    ];
+    let mut made = Vec::new();
+    for (on, at, own, all) in plan {
+        let f = s
+            .fork_conversation(T, &on, at, NewFork::default())
+            .await
+            .unwrap();
+        append_chunks(s, &f.id, &own, &mut rng).await;
+        made.push((f.id.clone(), all.clone()));
+        pairs.push((f.id, all));
+    }
+    // Forks of forks: g1 on f1 (the system message is in its grandparent only), g2 on f2 at a
+    // point of b (made on b), g3 on f2 past its own system message.
+    // The seq of f2's system message.
+    let f2_system = (15 + own2_system) as i64;
+    for (i, at) in [(0usize, 24i64), (1, 9), (1, f2_system + 1)] {
+        let (on, from) = made[i].clone();
+        let own = common::conversation(&mut rng, 5);
+        let f = s
+            .fork_conversation(T, &on, at, NewFork::default())
+            .await
+            .unwrap();
+        append_chunks(s, &f.id, &own, &mut rng).await;
+        let mut all = from[..at as usize].to_vec();
+        all.extend(own);
+        pairs.push((f.id, all));
+    }
+    // A cleared fork, beside a copy cleared the same way.
+    let c = s
+        .fork_conversation(T, &a, 12, NewFork::default())
+        .await
+        .unwrap();
+    let copy_c = new_conv(s, None).await;
+    s.append(T, &copy_c, complete(&with_system[..12]))
+        .await
+        .unwrap();
+    let more = common::conversation(&mut rng, 6);
+    for id in [&c.id, &copy_c] {
+        s.append(T, id, complete(&more[..3])).await.unwrap();
+        s.clear_conversation(T, id).await.unwrap();
+        s.append(T, id, complete(&more[3..])).await.unwrap();
+    }
+
+    let check = |what: &'static str| {
+        let pairs = &pairs;
+        let ps = &ps;
+        let (c, copy_c) = (&c.id, &copy_c);
+        async move {
+            for (id, all) in pairs {
+                let copy = new_conv(s, None).await;
+                s.append(T, &copy, complete(all)).await.unwrap();
+                same_windows(s, id, &copy, ps, what).await;
+            }
+            same_windows(s, c, copy_c, ps, what).await;
+        }
+    };
+    check("stored chains").await;
+    let stored = raw.chains().await;
+    let by_id = |id: &str| stored.iter().find(|r| r.0 == id).unwrap().clone();
+    assert!(by_id(&pairs[0].0).2, "f1's prefix holds a system message");
+    assert!(!by_id(&pairs[1].0).2, "f2's prefix holds none");
+    assert!(by_id(&pairs[3].0).2, "g1's grandparent holds one");
+    assert!(!by_id(&pairs[4].0).2, "g2's prefix (b's) holds none");
+    assert!(by_id(&pairs[5].0).2, "g3's prefix holds f2's");
+    assert_eq!(by_id(&c.id).1, None, "a cleared fork has no chain");
+    assert!(!by_id(&c.id).2);
+    assert_eq!(
+        by_id(&a).1,
+        None,
+        "a conversation that is no fork has no chain"
+    );
+
+    raw.exec("UPDATE conversations SET chain = NULL, prefix_system = FALSE")
+        .await;
+    check("chains not stored").await;
+    raw.exec(backfill_sql(&raw)).await;
+    // (The reads above made more copies: those rows are left out.)
+    let mut after = raw.chains().await;
+    after.retain(|r| stored.iter().any(|x| x.0 == r.0));
+    assert_eq!(after, stored, "the backfill stores what forking did");
+    check("backfilled chains").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_stored_chains() {
+    let db = common::sqlite().await;
+    stored_chains(&db.store, Raw::Sqlite(db.path.clone())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stored_chains() {
+    let Some(db) = common::pg().await else { return };
+    let url = db.db.url.clone();
+    stored_chains(&db.store, Raw::Pg(url)).await;
+}

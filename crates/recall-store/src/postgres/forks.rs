@@ -15,10 +15,11 @@ use crate::append_plan::replacement;
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    apply_update, check_fork_point, count_at, fork_parent, fork_running, forks_of_sql, has_forks,
-    owner, page_upto_sql, redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL,
-    COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT,
-    INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS, STATUS_AT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
+    fork_running, forks_of_sql, has_forks, owner, page_upto_sql, redaction, segments,
+    stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, COPY_STABLE_WINDOWS,
+    DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT, INSERT_FORK, LAST_CUM,
+    REDACT_MESSAGE, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
 };
 use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
 use crate::statements::{
@@ -31,9 +32,29 @@ use crate::window_plan::history_message;
 type Tx<'a> = Transaction<'a, Postgres>;
 
 impl PgStore {
-    /// The segments of conversation `id`'s history, newest first; not found when it is not
-    /// the tenant's.
+    /// The segments of conversation `id`'s history, newest first, from its row (the chain a
+    /// fork stores, migration 0008); not found when it is not the tenant's.
     pub(super) async fn chain(
+        conn: &mut PgConnection,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<Segment>, StoreError> {
+        let row: Option<(Option<String>, i64, Option<String>)> = sqlx::query_as(CHAIN_ROW_SQL)
+            .bind(id)
+            .bind(tenant)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some((parent, fork_seq, stored)) = row else {
+            return Err(StoreError::ConversationNotFound(id.to_string()));
+        };
+        match stored_segments(id, parent.as_deref(), fork_seq, stored.as_deref())? {
+            Some(segs) => Ok(segs),
+            None => Self::chain_recursive(conn, tenant, id).await,
+        }
+    }
+
+    /// [`PgStore::chain`] by the recursive query (a fork whose row holds no chain).
+    pub(super) async fn chain_recursive(
         conn: &mut PgConnection,
         tenant: &str,
         id: &str,
@@ -141,6 +162,18 @@ impl PgStore {
         check_text("title", title.as_deref().unwrap_or(""))?;
         let fork_id = uuid::Uuid::now_v7().to_string();
         let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
+        // What every read of the fork would otherwise find again: its chain, and whether its
+        // prefix holds a system message.
+        let ancestors = fork_ancestors(&segs, at);
+        let mut prefix_system = false;
+        for seg in &ancestors {
+            let found: bool = sqlx::query_scalar(SYSTEM_IN_SEGMENT)
+                .bind(&seg.id)
+                .bind(seg.upto)
+                .fetch_one(&mut *tx)
+                .await?;
+            prefix_system |= found;
+        }
         sqlx::query(INSERT_FORK)
             .bind(&fork_id)
             .bind(tenant)
@@ -158,6 +191,8 @@ impl PgStore {
             .bind(c4)
             .bind(turns)
             .bind(cuts)
+            .bind(encode_chain(&ancestors)?)
+            .bind(prefix_system)
             .execute(&mut *tx)
             .await?;
         if at == from.last_seq {
@@ -575,13 +610,4 @@ impl PgStore {
         sqlx::query("VACUUM messages").execute(&self.pool).await?;
         Ok(())
     }
-}
-
-/// The chain of a conversation read in a window's snapshot: its own rows when it is no fork.
-pub(super) fn own(id: &str) -> Vec<Segment> {
-    vec![Segment {
-        id: id.to_string(),
-        after: 0,
-        upto: i64::MAX,
-    }]
 }

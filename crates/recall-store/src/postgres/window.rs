@@ -17,7 +17,7 @@ use sqlx::Row;
 use super::{conversation_at, stored_at, PgStore};
 use crate::codec::decode_message;
 use crate::error::StoreError;
-use crate::fork_plan::{history_segments, Segment};
+use crate::fork_plan::{stored_history_segments, stored_segments, Segment};
 use crate::model::{Conversation, StoredMessage};
 use crate::stable::{stable_key, StableRow, StableStart};
 use crate::statements::{CONVERSATION_COLUMNS, MESSAGE_COLUMNS, STABLE_WINDOW};
@@ -39,12 +39,16 @@ fn sql_max(a: &str, b: &str) -> String {
 /// NULL when none does. Running totals continue each other along a chain, so it is the one
 /// found in the oldest segment that holds one; within a segment one index probe tells: when
 /// the first row reaching `x` lies past the segment's end, no row of it does (totals never go
-/// down). A fork's own rows start after its fork point, so no lower bound is needed.
+/// down). A fork's own rows start after its fork point, so no lower bound is needed. The
+/// segments are probed oldest first (a sorted subquery, `OFFSET 0` keeps its order for the
+/// nested loop) and the `LIMIT 1` stops at the first hit: a fork whose window starts in its
+/// parent's rows costs one probe, as its parent does.
 fn reaching(out: &str, column: &str, x: &str) -> String {
     format!(
-        "(SELECT f.{out} FROM g CROSS JOIN LATERAL (SELECT seq, cum_cuts FROM messages \
-         WHERE conversation_id = g.id AND {column} >= {x} ORDER BY {column}, seq LIMIT 1) f \
-         WHERE f.seq <= g.upto ORDER BY g.depth DESC LIMIT 1)"
+        "(SELECT f.{out} FROM (SELECT id, depth, upto FROM g ORDER BY depth DESC OFFSET 0) o \
+         CROSS JOIN LATERAL (SELECT seq, cum_cuts FROM messages \
+         WHERE conversation_id = o.id AND {column} >= {x} ORDER BY {column}, seq LIMIT 1) f \
+         WHERE f.seq <= o.upto ORDER BY o.depth DESC LIMIT 1)"
     )
 }
 
@@ -73,11 +77,14 @@ fn budget_start_sql(cuts: &str) -> String {
 /// the conversation row, the stable window's state, the turn and budget probes of
 /// `WindowBounds` computed from the row's totals, and the messages from the start they give
 /// plus every system message. A fork's probes and messages go along its chain
-/// (`fork_plan::history_segments`): its own rows, then its parent's up to the fork point, and so on.
+/// (`fork_plan::stored_history_segments`, from the chain its row stores): its own rows, then
+/// its parent's up to the fork point, and so on; the prefix's system messages are looked for
+/// only when the row says it holds some.
 /// Parameters: `$1` id, `$2` tenant, `$3` token budget, `$4` character budget, `$5` turn
 /// limit (`i64::MAX` for none: the thresholds go negative), `$6` the stable key (empty for
 /// none). Columns: the conversation's (0–12), the stable state's start and last seq (13, 14),
-/// the turn floor (15), the start (16), then `MESSAGE_COLUMNS` (17–27): one row of the
+/// the turn floor (15), the start (16), whether the row is a fork's that stores no chain (17:
+/// then the read is redone in a transaction), then `MESSAGE_COLUMNS` (18–28): one row of the
 /// conversation (message columns NULL), one per message (the others NULL), in no particular
 /// order.
 /// The CTEs are materialized so that each probe runs once, not once per reference.
@@ -114,13 +121,13 @@ fn build_fast_window_sql(t: Tokenizer) -> String {
     // Branches of a UNION ALL fill the other branch's columns with NULL; no ORDER BY (a
     // sort would copy every message into a temporary b-tree): the caller orders by seq.
     let no_message = ["NULL"; 11].join(", ");
-    let no_header = ["NULL"; 17].join(", ");
-    let segments = history_segments("$1", "$2");
+    let no_header = ["NULL"; 18].join(", ");
+    let segments = stored_history_segments("c");
     format!(
-        "WITH RECURSIVE {segments}, \
-         c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
-         total_chars AS total_ch, total_cuts AS total_cut FROM conversations \
-         WHERE id = $1 AND tenant = $2), \
+        "WITH c AS MATERIALIZED (SELECT {CONVERSATION_COLUMNS}, {total_tokens} AS total_tok, \
+         total_chars AS total_ch, total_cuts AS total_cut, chain, prefix_system \
+         FROM conversations WHERE id = $1 AND tenant = $2), \
+         {segments}, \
          w AS MATERIALIZED (SELECT c.*, \
          (SELECT start_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_start, \
          (SELECT last_seq FROM stable_windows WHERE conversation_id = $1 AND policy_key = $6) AS st_last, \
@@ -130,10 +137,10 @@ fn build_fast_window_sql(t: Tokenizer) -> String {
          SELECT s.id, s.tenant, s.title, s.system_prompt, s.metadata, s.policy, s.created_at, \
          s.updated_at, s.message_count, s.last_seq, s.total_o200k, s.parent_id, s.fork_seq, \
          s.st_start, s.st_last, \
-         s.turn_floor, s.start, {no_message} FROM s \
+         s.turn_floor, s.start, s.parent_id IS NOT NULL AND s.chain IS NULL, {no_message} FROM s \
          UNION ALL SELECT {no_header}, m.* FROM g CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} \
          FROM messages WHERE conversation_id = g.id AND role = 'system' AND seq <= g.upto \
-         OFFSET 0) m WHERE EXISTS (SELECT 1 FROM s) \
+         OFFSET 0) m WHERE g.sys AND EXISTS (SELECT 1 FROM s) \
          UNION ALL SELECT {no_header}, m.* FROM g CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} \
          FROM messages WHERE conversation_id = g.id AND role <> 'system' \
          AND seq >= (SELECT start FROM s) AND seq <= LEAST(g.upto, (SELECT last_seq FROM s)) \
@@ -216,17 +223,19 @@ impl PgStore {
         self.window_in_tx(tenant, id, policy).await
     }
 
-    /// The conversation row as the read transaction sees it.
+    /// The conversation row as the read transaction sees it, and its history's segments
+    /// (`None` for a fork whose row holds no chain). A fork's snapshot counts the system
+    /// messages of its prefix too.
     async fn snapshot(
         conn: &mut sqlx::PgConnection,
         tenant: &str,
         id: &str,
-    ) -> Result<(Conversation, Snapshot), StoreError> {
+    ) -> Result<(Conversation, Snapshot, Option<Vec<Segment>>), StoreError> {
         let sql = format!(
             "SELECT {CONVERSATION_COLUMNS}, total_cl100k, total_chars, total_chars4, total_cuts, \
-             CAST(CASE WHEN EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 \
-             AND role = 'system') THEN 1 ELSE 0 END AS BIGINT) \
-             FROM conversations WHERE id = $1 AND tenant = $2"
+             CAST(CASE WHEN prefix_system OR EXISTS (SELECT 1 FROM messages \
+             WHERE conversation_id = $1 AND role = 'system') THEN 1 ELSE 0 END AS BIGINT), \
+             chain FROM conversations WHERE id = $1 AND tenant = $2"
         );
         let row = sqlx::query(&sql)
             .bind(id)
@@ -247,7 +256,16 @@ impl PgStore {
             last_seq: conv.last_seq,
             has_system: row.try_get::<i64, _>(17)? != 0,
         };
-        Ok((conv, snap))
+        let chain: Option<String> = row.try_get(18)?;
+        let segs = stored_segments(
+            id,
+            conv.forked_from
+                .as_ref()
+                .map(|f| f.conversation_id.as_str()),
+            conv.forked_from.as_ref().map_or(0, |f| f.seq),
+            chain.as_deref(),
+        )?;
+        Ok((conv, snap, segs))
     }
 
     /// The seq of the cut point numbered `cut` (the newest cut point at or before a
@@ -406,11 +424,15 @@ impl PgStore {
         let Some(first) = header else {
             return Err(StoreError::ConversationNotFound(id.to_string()));
         };
+        if first.try_get::<bool, _>(17)? {
+            // A fork whose chain is not stored: its segments were not read.
+            return Ok(None);
+        }
         let mut stored = Vec::with_capacity(rows.len());
         for row in &rows {
             // The conversation's row has no message.
-            if row.try_get::<Option<i64>, _>(17)?.is_some() {
-                stored.push(stored_at(row, 17)?);
+            if row.try_get::<Option<i64>, _>(18)?.is_some() {
+                stored.push(stored_at(row, 18)?);
             }
         }
         let read = FastRead {
@@ -437,13 +459,14 @@ impl PgStore {
         // connections append.
         let mut tx = self.pool.begin_with(PG_READ).await?;
         let conn: &mut sqlx::PgConnection = &mut tx;
-        let (conv, mut snap) = Self::snapshot(conn, tenant, id).await?;
-        // A fork's probes and reads go along its chain (`forks.rs`, `fork_plan`).
-        let segs = match conv.forked_from {
-            None => super::forks::own(id),
-            Some(_) => {
+        let (conv, mut snap, segs) = Self::snapshot(conn, tenant, id).await?;
+        // A fork's probes and reads go along its chain (`forks.rs`, `fork_plan`), as its row
+        // stores it.
+        let segs = match segs {
+            Some(segs) => segs,
+            None => {
                 snap.has_system = true;
-                Self::chain(conn, tenant, id).await?
+                Self::chain_recursive(conn, tenant, id).await?
             }
         };
         let bounds = WindowBounds::for_policy(policy, &snap.totals);

@@ -10,10 +10,11 @@ use crate::append_plan::replacement;
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    apply_update, check_fork_point, count_at, fork_parent, fork_running, has_forks, owner,
-    page_upto_sql, redaction, segments, truncate, ChainRow, Segment, CHAIN_SQL,
-    COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK,
-    LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS, STATUS_AT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
+    fork_running, has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
+    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, COPY_STABLE_WINDOWS, DESCENDANTS,
+    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS,
+    STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
 };
 use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
 use crate::statements::{
@@ -22,9 +23,30 @@ use crate::statements::{
 };
 use crate::window::{StableKey, Totals};
 
-/// The segments of conversation `id`'s history, newest first; not found when it is not the
-/// tenant's.
+/// The segments of conversation `id`'s history, newest first, from its row (the chain a fork
+/// stores, migration 0008); not found when it is not the tenant's.
 pub(super) fn chain(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Segment>, StoreError> {
+    let row: Option<(Option<String>, i64, Option<String>)> = conn
+        .prepare_cached(CHAIN_ROW_SQL)?
+        .query_row(named(&[&id, &tenant]).as_slice(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?;
+    let Some((parent, fork_seq, stored)) = row else {
+        return Err(StoreError::ConversationNotFound(id.to_string()));
+    };
+    match stored_segments(id, parent.as_deref(), fork_seq, stored.as_deref())? {
+        Some(segs) => Ok(segs),
+        None => chain_recursive(conn, tenant, id),
+    }
+}
+
+/// [`chain`] by the recursive query (a fork whose row holds no chain).
+pub(super) fn chain_recursive(
+    conn: &Connection,
+    tenant: &str,
+    id: &str,
+) -> Result<Vec<Segment>, StoreError> {
     let rows: Vec<ChainRow> = conn
         .prepare_cached(CHAIN_SQL)?
         .query_map(named(&[&id, &tenant]).as_slice(), |r| {
@@ -36,15 +58,6 @@ pub(super) fn chain(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Seg
         return Err(StoreError::ConversationNotFound(id.to_string()));
     }
     Ok(segs)
-}
-
-/// The segment of a conversation that is no fork: its own rows.
-pub(super) fn own(id: &str) -> Vec<Segment> {
-    vec![Segment {
-        id: id.to_string(),
-        after: 0,
-        upto: i64::MAX,
-    }]
 }
 
 fn get(conn: &Connection, tenant: &str, id: &str) -> Result<Conversation, StoreError> {
@@ -122,6 +135,18 @@ pub(super) fn fork(
     let policy = policy_text(from.policy.as_ref())?;
     let now = now_ms();
     let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
+    // What every read of the fork would otherwise find again: its chain, and whether its
+    // prefix holds a system message.
+    let ancestors = fork_ancestors(&segs, at);
+    let mut prefix_system = false;
+    for seg in &ancestors {
+        prefix_system |= tx
+            .prepare_cached(SYSTEM_IN_SEGMENT)?
+            .query_row(named(&[&seg.id, &seg.upto]).as_slice(), |r| {
+                r.get::<_, bool>(0)
+            })?;
+    }
+    let chain = encode_chain(&ancestors)?;
     tx.prepare_cached(INSERT_FORK)?.execute(
         named(&[
             &fork_id,
@@ -140,6 +165,8 @@ pub(super) fn fork(
             &c4,
             &turns,
             &cuts,
+            &chain,
+            &prefix_system,
         ])
         .as_slice(),
     )?;

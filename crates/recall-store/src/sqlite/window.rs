@@ -13,12 +13,12 @@ use recall_core::message::{Message, Role};
 use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 
-use super::conn::{conversation, message_columns, text, Connections};
+use super::conn::{conversation, message_columns, text, text_or_null, Connections};
 use super::forks::stable_rows;
 use crate::append_plan::contribution;
 use crate::codec::decode_message;
 use crate::error::StoreError;
-use crate::fork_plan::Segment;
+use crate::fork_plan::{stored_segments, Segment};
 use crate::model::Conversation;
 use crate::stable::{fold_stable, stable_key, StableRow, StableStart};
 use crate::window::{StableKey, StartFinder, Stop, Totals, WalkRow, Window, WindowBounds};
@@ -33,13 +33,14 @@ pub(super) struct ReadWindow {
 }
 
 /// The conversation (`CONVERSATION_COLUMNS`, 0–12), its totals (13–16), the stable window's
-/// state under key `?3` (17–19, NULL without one) and whether it holds a system message (20).
+/// state under key `?3` (17–19, NULL without one), whether it holds a system message (20),
+/// and a fork's stored chain and whether its prefix holds a system message (21, 22).
 const HEADER_SQL: &str = "SELECT c.id, c.tenant, c.title, c.system_prompt, c.metadata, c.policy, \
      c.created_at, c.updated_at, c.message_count, c.last_seq, c.total_o200k, c.parent_id, \
      c.fork_seq, c.total_cl100k, \
      c.total_chars, c.total_chars4, c.total_cuts, w.start_seq, w.cost, w.last_seq, \
-     EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1 AND role = 'system') \
-     FROM conversations c LEFT JOIN stable_windows w \
+     EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?1 AND role = 'system'), \
+     c.chain, c.prefix_system FROM conversations c LEFT JOIN stable_windows w \
      ON w.conversation_id = c.id AND w.policy_key = ?3 WHERE c.id = ?1 AND c.tenant = ?2";
 
 /// The conversation's messages newest first, on its primary key: `MESSAGE_COLUMNS` (0–10),
@@ -48,13 +49,23 @@ const WALK_SQL: &str = "SELECT seq, role, content, client_id, metadata, status, 
      tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, cum_cl100k, cum_chars, cum_chars4, \
      cum_cuts FROM messages WHERE conversation_id = ?1 AND seq <= ?2 ORDER BY seq DESC";
 
-/// The conversation row, its snapshot and its stored stable state.
+/// What [`header`] read: the conversation, its snapshot, its stored stable state and its
+/// history's segments (`None` for a fork whose row holds no chain).
+type Header = (
+    Conversation,
+    Snapshot,
+    Option<StableRow>,
+    Option<Vec<Segment>>,
+);
+
+/// The conversation row, its snapshot, its stored stable state and its segments. A fork's
+/// snapshot counts the system messages of its prefix too.
 fn header(
     tx: &rusqlite::Transaction<'_>,
     tenant: &str,
     id: &str,
     key_text: &str,
-) -> Result<(Conversation, Snapshot, Option<StableRow>), StoreError> {
+) -> Result<Header, StoreError> {
     let mut stmt = tx.prepare_cached(HEADER_SQL)?;
     let mut rows = stmt.query(rusqlite::params![id, tenant, key_text])?;
     let Some(row) = rows.next()? else {
@@ -71,8 +82,16 @@ fn header(
         },
         count: conv.message_count,
         last_seq: conv.last_seq,
-        has_system: row.get(20)?,
+        has_system: row.get::<_, bool>(20)? || row.get::<_, bool>(22)?,
     };
+    let segs = stored_segments(
+        id,
+        conv.forked_from
+            .as_ref()
+            .map(|f| f.conversation_id.as_str()),
+        conv.forked_from.as_ref().map_or(0, |f| f.seq),
+        text_or_null(row, 21)?,
+    )?;
     let stored = match row.get::<_, Option<i64>>(17)? {
         Some(start_seq) => Some(StableRow {
             start_seq,
@@ -81,7 +100,7 @@ fn header(
         }),
         None => None,
     };
-    Ok((conv, snap, stored))
+    Ok((conv, snap, stored, segs))
 }
 
 /// The context read (see the module documentation). A stable window's state that is missing
@@ -97,14 +116,14 @@ pub(super) fn read_window(
     let tx = reader.conn()?.unchecked_transaction()?;
     let key = stable_key(policy);
     let key_text = key.map(|k| k.key()).unwrap_or_default();
-    let (conv, mut snap, stored) = header(&tx, tenant, id, &key_text)?;
+    let (conv, mut snap, stored, segs) = header(&tx, tenant, id, &key_text)?;
     // A fork reads its parent's rows up to the fork point (`fork_plan`): the walk, the system
-    // messages and a stable window's catch-up go along the chain.
-    let segs = match conv.forked_from {
-        None => super::forks::own(id),
-        Some(_) => {
+    // messages and a stable window's catch-up go along the chain its row stores.
+    let segs = match segs {
+        Some(segs) => segs,
+        None => {
             snap.has_system = true;
-            super::forks::chain(&tx, tenant, id)?
+            super::forks::chain_recursive(&tx, tenant, id)?
         }
     };
 
