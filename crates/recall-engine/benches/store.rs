@@ -17,10 +17,11 @@
 //! - `context_sqlite/statement`, `context_pg/statement`: one `SELECT 1` through the store's
 //!   pool, the cost of a round trip that every statement above pays.
 //! - `context_recall_sqlite/<n>` (n = 10,000 and 100,000): the `context_sqlite` build with
-//!   `recall_tokens = 1000` (issue 21; lexical: FTS5 `bm25()` over the messages older than the
-//!   window, OR over the newest user message's content words, then the hits' neighbours). The
-//!   workload's vocabulary is small, so nearly every older message matches: the worst case
-//!   for the ranking. The first build catches the search index up (outside the timed loop).
+//!   `recall_tokens = 1000` (issue 21; lexical: the recall index's ranking over the messages
+//!   older than the window, OR over the newest user message's content words, then the choice
+//!   within the budget). The workload's vocabulary is small, so nearly every older message
+//!   holds a query word, and its messages are large: the worst case for ranking and
+//!   choosing. The first build catches the recall index up (outside the timed loop).
 //! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_TEST_PG_URL`, default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`; a database of its own is created and
 //!   dropped). Skipped with a notice when the server cannot be reached.
