@@ -165,17 +165,7 @@ pub enum ContextError {
 
 /// The text of a system message (its string, or its text blocks joined with `"\n"`).
 pub fn system_text(m: &Message) -> String {
-    match &m.content {
-        Content::Text(s) => s.clone(),
-        Content::Blocks(b) => b
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
+    m.joined_text()
 }
 
 /// The system prompt's parts: the top-level system, then each system message in order.

@@ -156,6 +156,22 @@ impl Message {
     }
 
     /// The blocks of the message (empty for string content).
+    /// Its string content, or its text blocks joined with `"\n"` (other blocks left out):
+    /// the text of a system message, and what search and recall index.
+    pub fn joined_text(&self) -> String {
+        match &self.content {
+            Content::Text(s) => s.clone(),
+            Content::Blocks(b) => b
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
     pub fn block_slice(&self) -> &[Block] {
         match &self.content {
             Content::Text(_) => &[],

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 
 use super::terms::{is_stop_word, words, MAX_TERM_BYTES};
 use super::{Ranked, RecallCandidate};
-use crate::message::{Block, Content, Message};
+use crate::message::Message;
 
 /// BM25's term-frequency saturation (Lucene's and FTS5's default).
 pub const K1: f64 = 1.2;
@@ -45,17 +45,7 @@ pub const RANKED_TERMS: usize = 12;
 /// The searchable text of a message, as both stores index it: string content, or its text
 /// blocks joined with `"\n"` (tool inputs, results, images and documents are not searched).
 pub fn searchable_text(m: &Message) -> String {
-    match &m.content {
-        Content::Text(s) => s.clone(),
-        Content::Blocks(b) => b
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
+    m.joined_text()
 }
 
 /// The index terms of a message's searchable text: its content words (stop words and words
