@@ -114,6 +114,17 @@ pub enum Command {
     /// Chat with a model; every turn is stored and the history goes with each request.
     #[command(after_help = CHAT_HELP)]
     Chat(ChatArgs),
+    /// Summarise what a stored conversation's window has left behind: the summary in force
+    /// plus the messages between its end and the window start become the next summary,
+    /// which contexts with --summarize carry (originals are kept).
+    #[command(after_help = "Examples:\n  \
+        recall compact 0193…                          # the conversation's policy, default backend\n  \
+        recall compact 0193… --max-tokens 8000 --trim stable --backend local\n  \
+        recall compact 0193… --summary-tokens 600 --backend anthropic --model claude-haiku-4-5\n  \
+        recall context 0193… --max-tokens 8000 --trim stable --summarize --stats\n\n\
+        Exit status 2 while another summariser works on the conversation (its summary stays\n\
+        in force), 1 when the summariser fails or answers with an empty or over-budget summary.")]
+    Compact(CompactArgs),
     /// Fork a conversation at a message: a new conversation with its history up to SEQ,
     /// which continues on its own (nothing is copied; the original is unchanged).
     #[command(after_help = "Examples:\n  \
@@ -480,6 +491,10 @@ pub struct ContextArgs {
     /// text; not stored.
     #[arg(long, value_name = "TEXT")]
     pub query: Option<String>,
+    /// A summary of the messages before the window, placed before the history as a stored
+    /// conversation's committed summary is (turns --summarize on).
+    #[arg(long, value_name = "TEXT")]
+    pub summary: Option<String>,
     #[command(flatten)]
     pub limits: PolicyOverrides,
     /// Print the selection stats as the last stderr line (`stats: {json}`).
@@ -539,11 +554,9 @@ pub enum BackendChoice {
     Local,
 }
 
+/// Which backend to run and how (`recall chat`, `recall compact`).
 #[derive(Debug, Args)]
-pub struct ChatArgs {
-    /// Conversation to continue [default: a new one].
-    #[arg(long, short, value_name = "ID")]
-    pub conversation: Option<String>,
+pub struct BackendArgs {
     /// Backend [default: anthropic when ANTHROPIC_API_KEY is set, else claude-cli when
     /// `claude` is on PATH, else openai when OPENAI_BASE_URL is set, else local when the
     /// local model server runs]. The chosen one is named on stderr.
@@ -552,15 +565,6 @@ pub struct ChatArgs {
     /// Model [default: the backend's].
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// Most tokens per reply (API backends; the Claude Code CLI has no such flag).
-    #[arg(long, value_name = "N")]
-    pub max_output_tokens: Option<u32>,
-    /// System prompt of a new conversation.
-    #[arg(long, value_name = "TEXT", conflicts_with = "conversation")]
-    pub system: Option<String>,
-    /// Send only the new message, no history (to compare with and without memory).
-    #[arg(long)]
-    pub no_history: bool,
     /// The `claude` executable for the claude-cli backend.
     #[arg(
         long,
@@ -575,6 +579,24 @@ pub struct ChatArgs {
     /// Seconds a reply may take before it is stopped (and saved as partial).
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     pub timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Conversation to continue [default: a new one].
+    #[arg(long, short, value_name = "ID")]
+    pub conversation: Option<String>,
+    #[command(flatten)]
+    pub llm: BackendArgs,
+    /// Most tokens per reply (API backends; the Claude Code CLI has no such flag).
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<u32>,
+    /// System prompt of a new conversation.
+    #[arg(long, value_name = "TEXT", conflicts_with = "conversation")]
+    pub system: Option<String>,
+    /// Send only the new message, no history (to compare with and without memory).
+    #[arg(long)]
+    pub no_history: bool,
     /// File of the REPL's input history [default: chat_history in the data directory].
     #[arg(long, value_name = "FILE")]
     pub history_file: Option<PathBuf>,
@@ -675,6 +697,10 @@ pub struct RenderArgs {
     /// text; not stored.
     #[arg(long, value_name = "TEXT")]
     pub query: Option<String>,
+    /// A summary of the messages before the window, placed before the history as a stored
+    /// conversation's committed summary is (turns --summarize on).
+    #[arg(long, value_name = "TEXT")]
+    pub summary: Option<String>,
     #[command(flatten)]
     pub limits: PolicyOverrides,
     /// Print the selection stats as the last stderr line (`stats: {json}`).
@@ -694,6 +720,29 @@ pub struct RenderArgs {
 
 fn parse_format(s: &str) -> Result<Format, String> {
     s.parse()
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Conversation id.
+    pub id: String,
+    #[command(flatten)]
+    pub llm: BackendArgs,
+    /// The format whose window the summary ends before [default: the conversation's, else
+    /// transcript].
+    #[arg(long, short, value_name = "F", value_parser = parse_format)]
+    pub format: Option<Format>,
+    /// Most tokens of new messages one summariser call is given (a longer backlog takes
+    /// several calls, each committing a version).
+    #[arg(long, value_name = "N", default_value_t = 6000)]
+    pub max_input_tokens: u64,
+    #[command(flatten)]
+    pub limits: PolicyOverrides,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]

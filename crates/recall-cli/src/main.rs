@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         cli::Command::Context(a) => block_on(store_cmds::context(a)),
         cli::Command::Import(a) => block_on(store_cmds::import(a)),
         cli::Command::Export(a) => block_on(store_cmds::export(a)),
+        cli::Command::Compact(a) => block_on(commands::compact::run(a)),
         cli::Command::Fork(a) => block_on(commands::branch::fork(a)),
         cli::Command::Redact(a) => block_on(commands::branch::redact(a)),
         cli::Command::Alternatives(a) => block_on(commands::branch::alternatives(a)),

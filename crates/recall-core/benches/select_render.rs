@@ -56,6 +56,7 @@ fn render_kept(kept: &[Kept]) -> Prompt {
             current: None,
             escape: true,
             recalled: None,
+            summary: None,
         },
     )
 }

@@ -24,9 +24,11 @@ use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOve
 use crate::recall::{
     choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery, RecallSection,
 };
-use crate::render::{render, Prompt, RenderInput};
+use crate::render::{join_summary, render, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
 use crate::stable::{stable_window_start, WindowItem};
+use crate::summary::{render_summary, Summary, SummarySection};
+use crate::tokens::TokenCounter;
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +45,10 @@ pub struct ContextRequest {
     /// What recall looks for (with `recall_tokens > 0`); `None`: the newest user message's
     /// text. Not stored.
     pub query: Option<String>,
+    /// A summary of the messages before the window, for a conversation held in memory
+    /// (`recall render --summary`); it turns `summarize` on. A stored conversation's context
+    /// uses its committed summary instead.
+    pub summary: Option<String>,
 }
 
 impl ContextRequest {
@@ -54,6 +60,7 @@ impl ContextRequest {
             current: None,
             escape: true,
             query: None,
+            summary: None,
         }
     }
 
@@ -81,9 +88,13 @@ impl ContextRequest {
         if let Some(p) = stored {
             policy = p.limits.apply(policy)?;
         }
+        let mut policy = self.overrides.apply(policy)?;
+        if self.summary.is_some() {
+            policy.summarize = true;
+        }
         Ok(Resolved {
             format,
-            policy: self.overrides.apply(policy)?.reserve_recall()?,
+            policy: policy.reserve_recall()?.reserve_summary()?,
         })
     }
 }
@@ -115,6 +126,8 @@ pub struct ContextOutput {
     pub current: Option<String>,
     /// The recalled messages and their section (with `recall_tokens > 0`).
     pub recalled: Option<RecallSection>,
+    /// The summary the context carries (with `summarize` on and one committed).
+    pub summary: Option<SummarySection>,
 }
 
 impl ContextOutput {
@@ -142,9 +155,11 @@ impl ContextOutput {
         out
     }
 
-    /// The system prompt: its parts joined with `"\n"`, or `None` when there are none.
+    /// The system prompt a backend is sent: the summary section, if any, then the system
+    /// parts joined with `"\n"` (see [`join_summary`]); `None` when there is neither.
     pub fn system(&self) -> Option<String> {
-        (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"))
+        let parts = (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"));
+        join_summary(self.summary.as_ref().map(|s| s.text.as_str()), parts)
     }
 }
 
@@ -246,6 +261,9 @@ pub struct Prepared {
     pub escape: bool,
     /// What recall looks for, when the policy recalls and there is a newest user message.
     pub recall: Option<RecallQuery>,
+    /// One past the newest gathered message's index: where a summary may end before when
+    /// nothing is kept.
+    pub history_end: i64,
 }
 
 /// Selects gathered history: the current message (`xml` takes the final user message when
@@ -298,6 +316,7 @@ pub fn prepare(
     g.warnings.append(&mut stats.warnings);
     stats.warnings = g.warnings;
 
+    let history_end = g.history.last().map_or(0, |h| h.index as i64 + 1);
     let recall = (policy.recall_tokens > 0)
         .then(|| {
             // The newest user message: the current one, else the last cut point kept.
@@ -332,10 +351,36 @@ pub fn prepare(
         stats,
         escape: req.escape,
         recall,
+        history_end,
     })
 }
 
 impl Prepared {
+    /// The seq a summary must end before to go with this context — the first kept message's
+    /// (with nothing kept, one past the newest gathered) — when the policy summarises.
+    pub fn summary_before(&self) -> Option<i64> {
+        if !self.policy.summarize {
+            return None;
+        }
+        Some(match self.kept.first() {
+            Some(k) => k.index as i64,
+            None => self.history_end,
+        })
+    }
+
+    /// The section for `summary` under this context's escaping, its tokens counted with the
+    /// policy's counter unless the caller knows them (`known_tokens`, a store's stored count).
+    pub fn summary_section(&self, summary: &Summary, known_tokens: Option<u64>) -> SummarySection {
+        let text = render_summary(summary, self.escape);
+        let tokens = known_tokens.unwrap_or_else(|| self.policy.tokenizer.count(&text) as u64);
+        SummarySection {
+            from_seq: summary.from_seq,
+            to_seq: summary.to_seq,
+            text,
+            tokens,
+        }
+    }
+
     /// Recall over history held in memory (`history`: what was gathered, oldest first, keyed
     /// by index): the lexical ranking over the messages older than the window, then [`choose`].
     pub fn recall_in_memory(&self, history: &[HistoryMessage]) -> Option<RecallSection> {
@@ -361,16 +406,22 @@ impl Prepared {
         ))
     }
 
-    /// Renders the context, with the recalled section when given.
-    pub fn finish(self, recalled: Option<RecallSection>) -> ContextOutput {
+    /// Renders the context, with the recalled section and the summary when given.
+    pub fn finish(
+        self,
+        recalled: Option<RecallSection>,
+        summary: Option<SummarySection>,
+    ) -> ContextOutput {
         let mut stats = self.stats;
         stats.recalled = recalled.as_ref().map(|r| r.stats.clone());
+        stats.summary = summary.as_ref().map(SummarySection::stats);
         let input = RenderInput {
             system_parts: &self.system_parts,
             kept: &self.kept,
             current: self.current.as_deref(),
             escape: self.escape,
             recalled: recalled.as_ref().map(|r| r.text.as_str()),
+            summary: summary.as_ref().map(|s| s.text.as_str()),
         };
         let prompt = render(self.format, &input);
         ContextOutput {
@@ -382,6 +433,7 @@ impl Prepared {
             kept: self.kept,
             current: self.current,
             recalled,
+            summary,
         }
     }
 }
@@ -396,7 +448,18 @@ pub fn assemble(
     let history = (resolved.policy.recall_tokens > 0).then(|| g.history.clone());
     let prepared = prepare(g, req, resolved)?;
     let recalled = history.and_then(|h| prepared.recall_in_memory(&h));
-    Ok(prepared.finish(recalled))
+    let summary = match (&req.summary, prepared.summary_before()) {
+        (Some(text), Some(before)) => Some(prepared.summary_section(
+            &Summary {
+                from_seq: 0,
+                to_seq: before - 1,
+                text: text.clone(),
+            },
+            None,
+        )),
+        _ => None,
+    };
+    Ok(prepared.finish(recalled, summary))
 }
 
 /// Builds the context of a parsed conversation.

@@ -17,6 +17,7 @@ pub mod recall;
 pub mod render;
 pub mod select;
 pub mod stable;
+pub mod summary;
 pub mod task;
 pub mod tokens;
 

@@ -81,6 +81,12 @@ pub struct Policy {
     pub recall_tokens: u64,
     /// Where recall looks.
     pub recall_scope: RecallScope,
+    /// Carry the conversation's committed summary of what the window left behind.
+    pub summarize: bool,
+    /// Tokens reserved for the summary when `summarize` is on. After
+    /// `ContextRequest::resolve`, `max_tokens` is the window's share: the budget less this (and
+    /// less `recall_tokens`).
+    pub summary_tokens: u64,
 }
 
 impl Default for Policy {
@@ -98,6 +104,8 @@ impl Default for Policy {
             strip_before_cap: false,
             recall_tokens: 0,
             recall_scope: RecallScope::Conversation,
+            summarize: false,
+            summary_tokens: crate::summary::DEFAULT_SUMMARY_TOKENS,
         }
     }
 }
@@ -120,6 +128,26 @@ impl Policy {
                 )));
             }
             self.max_tokens = Some(total - self.recall_tokens);
+        }
+        Ok(self)
+    }
+
+    /// Takes the summary's share out of the token budget when `summarize` is on, as
+    /// [`Policy::reserve_recall`] takes recall's: used or not, so that the window does not
+    /// move when a summary is written. A share that leaves the window nothing is refused.
+    pub fn reserve_summary(mut self) -> Result<Policy, InvalidPolicy> {
+        if !self.summarize {
+            return Ok(self);
+        }
+        if let Some(total) = self.max_tokens {
+            if self.summary_tokens >= total {
+                return Err(InvalidPolicy(format!(
+                    "summary_tokens ({}) must be less than the window's share of max_tokens \
+                     ({total}): the window gets max_tokens less summary_tokens and recall_tokens",
+                    self.summary_tokens
+                )));
+            }
+            self.max_tokens = Some(total - self.summary_tokens);
         }
         Ok(self)
     }
@@ -314,6 +342,20 @@ pub struct PolicyOverrides {
     #[cfg_attr(feature = "clap", arg(long, value_name = "S"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recall_scope: Option<RecallScope>,
+    /// Summaries: carry the conversation's committed summary of the messages older than the
+    /// window (written by `recall compact`, or after chat turns), placed before the history;
+    /// summary_tokens of max_tokens are reserved for it. `--summarize` alone means true.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")
+    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarize: Option<bool>,
+    /// Summaries: the most tokens a summary may take, its frame included (default 1000, at
+    /// least 128); reserved out of max_tokens when summarize is on.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_tokens: Option<Count>,
 }
 
 impl serde::Serialize for PolicyOverrides {
@@ -384,6 +426,14 @@ impl PolicyOverrides {
                 )));
             }
         }
+        if let Some(v) = self.summary_tokens {
+            if v.get() < crate::summary::MIN_SUMMARY_TOKENS {
+                return Err(InvalidPolicy(format!(
+                    "summary_tokens must be at least {}, got {v}",
+                    crate::summary::MIN_SUMMARY_TOKENS
+                )));
+            }
+        }
         Ok(())
     }
 
@@ -427,6 +477,12 @@ impl PolicyOverrides {
         }
         if let Some(v) = self.recall_scope {
             base.recall_scope = v;
+        }
+        if let Some(v) = self.summarize {
+            base.summarize = v;
+        }
+        if let Some(v) = self.summary_tokens {
+            base.summary_tokens = v.get();
         }
         Ok(base)
     }

@@ -82,6 +82,10 @@ pub struct Stats {
     /// whether the index was complete.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recalled: Option<crate::recall::RecallStats>,
+    /// The summary the context carries, when the policy summarises and one is committed: the
+    /// range it stands for and its tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<crate::summary::SummaryStats>,
     /// The newest user message alone exceeds the budget and was kept anyway: the typed form of
     /// the [`LATEST_EXCEEDS`] warning, for callers that act on it (not serialised).
     #[serde(skip)]

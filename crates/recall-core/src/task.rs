@@ -332,6 +332,7 @@ pub fn history_section(history: &[TaskMessage]) -> String {
         current: None,
         escape: false,
         recalled: None,
+        summary: None,
     })
 }
 

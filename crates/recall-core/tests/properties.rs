@@ -821,6 +821,7 @@ proptest! {
             current: Some(&current),
             escape: true,
             recalled: None,
+            summary: None,
         };
         let out = render(Format::Transcript, &input).to_text();
         let read = readers::read_transcript(&out).map_err(|e| TestCaseError::fail(format!("{e}\n{out}")))?;

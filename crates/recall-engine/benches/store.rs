@@ -186,6 +186,7 @@ fn expected_prompt(n: usize) -> String {
             current: None,
             escape: true,
             recalled: None,
+            summary: None,
         },
     ) {
         Prompt::Text(t) => t,

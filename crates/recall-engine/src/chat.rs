@@ -196,6 +196,9 @@ impl Engine {
             .chat_request(tenant, id, backend, &turn.overrides, None)
             .await?;
         let stats = prepared.context.stats.clone();
+        let format = prepared.context.format;
+        let summarizes = prepared.context.policy.summarize;
+        let window_first = prepared.context.kept.first().map(|k| k.index as i64);
         on_event(TurnEvent::ContextBuilt {
             stats: stats.clone(),
         });
@@ -263,6 +266,9 @@ impl Engine {
                 .await?;
         }
         self.vectors_behind(tenant, id);
+        if summarizes {
+            self.compact_after_turn(tenant, id, format, &turn.overrides, &stats, window_first);
+        }
         Ok(TurnOutcome {
             user_seq,
             reply_seq: saver.seq,

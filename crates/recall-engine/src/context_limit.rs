@@ -123,8 +123,8 @@ fn guarded(policy: &Policy, max_bytes: Option<usize>) -> Policy {
 }
 
 impl Engine {
-    /// Selection, recall (when the policy recalls) and rendering over a window read from the
-    /// store.
+    /// Selection, recall (when the policy recalls), the committed summary (when it
+    /// summarises) and rendering over a window read from the store.
     async fn build(
         &self,
         tenant: &str,
@@ -156,7 +156,26 @@ impl Engine {
         };
         let prepared = prepare(gathered, req, resolved)?;
         let recalled = self.recall_for(tenant, id, &prepared).await?;
-        Ok(prepared.finish(recalled))
+        let summary = match prepared.summary_before() {
+            Some(before) => self
+                .store
+                .summary_before(tenant, id, before)
+                .await?
+                .map(|s| {
+                    // The stored count is of the escaped section; unescaped, count it.
+                    let known = prepared
+                        .escape
+                        .then(|| s.tokens.get(prepared.policy.tokenizer));
+                    let summary = recall_core::summary::Summary {
+                        from_seq: s.from_seq,
+                        to_seq: s.to_seq,
+                        text: s.text,
+                    };
+                    prepared.summary_section(&summary, known)
+                }),
+            None => None,
+        };
+        Ok(prepared.finish(recalled, summary))
     }
 }
 

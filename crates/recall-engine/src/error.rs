@@ -56,6 +56,13 @@ pub enum EngineError {
     /// The embedder failed (recall's semantic ranking or the vector catch-up).
     #[error(transparent)]
     Embed(#[from] recall_embed::EmbedError),
+    /// The summariser's backend failed; no summary was committed by that call.
+    #[error("the summariser failed: {0}")]
+    Summarizer(recall_llm::BackendError),
+    /// The summariser's answer was refused (empty, or over `summary_tokens`); nothing was
+    /// committed by that call.
+    #[error("summary refused: {0}")]
+    SummaryRefused(#[from] recall_core::summary::SummaryRefusal),
     /// The store failed (a [`StoreError::Conflict`] becomes [`EngineError::Conflict`]).
     #[error(transparent)]
     Store(StoreError),
@@ -93,6 +100,7 @@ impl EngineError {
                 | EngineError::AlreadySent { .. }
                 | EngineError::Store(StoreError::HasForks { .. })
                 | EngineError::Store(StoreError::PartialForkPoint { .. })
+                | EngineError::Store(StoreError::CompactionBusy { .. })
         )
     }
 
@@ -104,6 +112,16 @@ impl EngineError {
                 | EngineError::AlreadySent { .. }
                 | EngineError::Store(StoreError::HasForks { .. })
                 | EngineError::Store(StoreError::PartialForkPoint { .. })
+                | EngineError::Store(StoreError::CompactionBusy { .. })
+        )
+    }
+
+    /// True when the summariser (an upstream model) failed or answered unusably (an HTTP
+    /// 502).
+    pub fn is_upstream(&self) -> bool {
+        matches!(
+            self,
+            EngineError::Summarizer(_) | EngineError::SummaryRefused(_)
         )
     }
 

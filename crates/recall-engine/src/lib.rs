@@ -16,6 +16,7 @@
 
 mod branch;
 mod chat;
+mod compact;
 mod context_limit;
 mod error;
 mod recall;
@@ -33,6 +34,7 @@ use serde_json::Value;
 
 pub use branch::{Alternative, Branched};
 pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_INTERVAL};
+pub use compact::{CompactOptions, CompactReport, CompactStatus, DEFAULT_LEASE};
 pub use context_limit::prompt_bytes;
 pub use error::EngineError;
 pub use recall_embed as embed;
@@ -74,6 +76,9 @@ pub struct Engine {
     limits: Limits,
     /// The embedder and its catch-up, when one is configured ([`Engine::with_embedder`]).
     vectors: Option<vectors::Vectors>,
+    /// The summariser run after chat turns, when one is configured
+    /// ([`Engine::with_summarizer`]).
+    summarizer: Option<compact::Summarizer>,
 }
 
 impl Engine {
@@ -83,6 +88,7 @@ impl Engine {
             store,
             limits,
             vectors: None,
+            summarizer: None,
         }
     }
 

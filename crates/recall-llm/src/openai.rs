@@ -82,6 +82,7 @@ pub fn request_body(req: &ChatRequest, default_model: &str) -> Result<Value, Bac
         current: None,
         escape: false,
         recalled: None,
+        summary: None,
     });
     let mut body = Map::new();
     body.insert(

@@ -129,6 +129,7 @@ impl RecallMcp {
             "search_history" => self.run(name, args, Self::search_history).await,
             "fork_conversation" => self.run(name, args, Self::fork_conversation).await,
             "retry_turn" => self.run(name, args, Self::retry_turn).await,
+            "compact_conversation" => self.run(name, args, Self::compact_conversation).await,
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool '{other}'"),
                 None,
@@ -179,6 +180,7 @@ impl RecallMcp {
             current: a.current,
             escape: a.escape.unwrap_or(true),
             query: a.query,
+            summary: None,
         };
         let out = self
             .engine
@@ -203,6 +205,7 @@ impl RecallMcp {
                 chars: s.chars,
                 warnings: s.warnings,
                 recalled: s.recalled,
+                summary: s.summary,
             },
         })
     }
@@ -320,6 +323,52 @@ impl RecallMcp {
             .fork_conversation(&self.tenant, &a.conversation_id, a.at, a.title)
             .await?;
         Ok(c.into())
+    }
+
+    async fn compact_conversation(
+        &self,
+        a: CompactConversationArgs,
+    ) -> Result<Compacted, EngineError> {
+        // The engine's summariser, else this server's chat backend.
+        let (backend, model) = match (self.engine.summarizer(), &self.backend) {
+            (Some((b, m)), _) => (b, a.model.or(m)),
+            (None, Some(b)) => (b.clone(), a.model),
+            (None, None) => {
+                return Err(EngineError::Invalid(
+                    "this MCP server has no backend to summarise with: start it with \
+                     ANTHROPIC_API_KEY, OPENAI_BASE_URL or the claude CLI available"
+                        .into(),
+                ))
+            }
+        };
+        let opts = recall_engine::CompactOptions {
+            format: a.format,
+            overrides: a.policy,
+            model,
+            ..recall_engine::CompactOptions::default()
+        };
+        let r = self
+            .engine
+            .compact_conversation(
+                &self.tenant,
+                &a.conversation_id,
+                backend.as_ref(),
+                &opts,
+                CancellationToken::new(),
+            )
+            .await?;
+        Ok(Compacted {
+            conversation_id: a.conversation_id,
+            status: r.status,
+            summary: r.summary.map(|s| SummaryView {
+                version: s.version,
+                from_seq: s.from_seq,
+                to_seq: s.to_seq,
+                text: s.text,
+                tokens: s.tokens.o200k,
+            }),
+            calls: r.calls,
+        })
     }
 
     async fn retry_turn(&self, a: RetryTurnArgs) -> Result<RetryResult, EngineError> {
@@ -454,6 +503,15 @@ pub fn tool_list() -> Result<Vec<Tool>, String> {
             "Regenerate the assistant reply at `seq`: the conversation is forked just before \
              it and a new reply is generated there. Returns the fork's id and the new reply; \
              the old reply stays on the original conversation.",
+            writes(false),
+        )?,
+        tool::<CompactConversationArgs, Compacted>(
+            "compact_conversation",
+            "Summarise what a conversation's window has left behind: the summary in force plus \
+             the messages between its end and the window start become the next summary \
+             version, which contexts with `summarize` carry before the history. Originals are \
+             kept. Fails, leaving the summary in force, when another summariser is at work or \
+             the summariser fails.",
             writes(false),
         )?,
         tool::<SearchHistoryArgs, SearchResults>(

@@ -185,6 +185,49 @@ pub struct StatsView {
     /// complete.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recalled: Option<recall_core::recall::RecallStats>,
+    /// With `summarize`: the summary carried (the range it stands for, its tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<recall_core::summary::SummaryStats>,
+}
+
+/// Arguments of `compact_conversation`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+// No `deny_unknown_fields` here: the flattened `PolicyOverrides` refuses what is not a policy
+// field.
+#[schemars(deny_unknown_fields)]
+pub struct CompactConversationArgs {
+    pub conversation_id: String,
+    /// The summariser's model (default: the backend's).
+    pub model: Option<String>,
+    /// The format whose window the summary ends before (default: the conversation's, else
+    /// `transcript`).
+    pub format: Option<Format>,
+    #[serde(flatten)]
+    pub policy: PolicyOverrides,
+}
+
+/// A summary version.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SummaryView {
+    pub version: i64,
+    pub from_seq: i64,
+    pub to_seq: i64,
+    pub text: String,
+    /// Tokens (o200k) of its section.
+    pub tokens: u64,
+}
+
+/// Result of `compact_conversation`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Compacted {
+    pub conversation_id: String,
+    /// `compacted` or `up_to_date`.
+    #[schemars(with = "String")]
+    pub status: recall_engine::CompactStatus,
+    /// The newest summary (`null`: none yet).
+    pub summary: Option<SummaryView>,
+    /// Summariser calls made.
+    pub calls: u32,
 }
 
 /// Result of `get_context`.

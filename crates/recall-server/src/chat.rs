@@ -62,7 +62,7 @@ impl Backends {
         self.list.iter().map(|(n, _)| n.as_str()).collect()
     }
 
-    fn pick(&self, name: Option<&str>) -> Result<(String, Arc<dyn Backend>), ApiError> {
+    pub(crate) fn pick(&self, name: Option<&str>) -> Result<(String, Arc<dyn Backend>), ApiError> {
         let found = match name {
             None => self.list.first(),
             Some(n) => self.list.iter().find(|(k, _)| k == n),

@@ -84,6 +84,10 @@ impl From<EngineError> for ApiError {
                 ApiError::too_large(e.to_string())
             }
             _ if e.is_conflict() => ApiError::conflict(e.to_string()),
+            // The summariser is another service: its failure is a bad gateway, said as it is.
+            _ if e.is_upstream() => {
+                ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", e.to_string())
+            }
             // The store refuses what it could not read back (NUL characters, blocks with
             // missing fields): the caller's input.
             EngineError::Store(StoreError::Invalid(_)) => ApiError::invalid(e.to_string()),

@@ -20,6 +20,7 @@ pub mod auth;
 pub mod body;
 mod branch;
 pub mod chat;
+mod compact;
 pub mod config;
 mod conn;
 pub mod error;
@@ -133,6 +134,7 @@ pub fn router(state: AppState) -> Router {
                 .patch(branch::update),
         )
         .route("/v1/conversations/{id}/fork", post(branch::fork))
+        .route("/v1/conversations/{id}/compact", post(compact::compact))
         .route("/v1/conversations/{id}/forks", get(branch::forks))
         .route(
             "/v1/conversations/{id}/messages/{seq}",

@@ -23,6 +23,7 @@ use crate::views::*;
         crate::chat::edit_sse,
         crate::branch::fork,
         crate::branch::forks,
+        crate::compact::compact,
         crate::branch::update,
         crate::branch::redact,
         crate::branch::alternatives,
@@ -43,7 +44,9 @@ use crate::views::*;
         crate::branch::SearchResults, recall_mcp::tools::CreateTaskArgs,
         recall_mcp::tools::TaskCreated, recall_mcp::tools::TaskView,
         recall_mcp::tools::TaskMessageView, recall_mcp::tools::HistoryEntry,
-        recall_mcp::tools::HistoryRole, recall_mcp::tools::Priority
+        recall_mcp::tools::HistoryRole, recall_mcp::tools::Priority,
+        crate::compact::CompactBody, crate::compact::CompactResponse,
+        crate::compact::SummaryView
     )),
     modifiers(&BearerAuth)
 )]

@@ -49,7 +49,9 @@ fn check_cursor(after: &str) -> Result<(), ApiError> {
 }
 
 /// A body that may be empty or JSON `null` (then the defaults), else strict JSON.
-fn optional_json<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
+pub(crate) fn optional_json<T: serde::de::DeserializeOwned + Default>(
+    bytes: &Bytes,
+) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
         Ok(T::default())
     } else {
@@ -123,7 +125,10 @@ pub async fn get_conversation(
     ConversationId(id): ConversationId,
 ) -> Result<Json<ConversationView>, ApiError> {
     let c = state.engine().get_conversation(&tenant, &id).await?;
-    Ok(Json(ConversationView::from(&c)))
+    let summary = state.engine().summaries(&tenant, &id, 1).await?;
+    let mut view = ConversationView::from(&c);
+    view.summary = summary.first().map(crate::compact::SummaryView::from);
+    Ok(Json(view))
 }
 
 /// Delete a conversation and its messages.
@@ -279,6 +284,7 @@ pub async fn context(
         current: b.current,
         escape: b.escape.unwrap_or(true),
         query: b.query,
+        summary: None,
     };
     let started = Instant::now();
     // A prompt over the limit is refused before it is rendered whole where the policy allows

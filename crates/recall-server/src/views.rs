@@ -49,6 +49,10 @@ pub struct ConversationView {
     pub tokens: i64,
     /// Set on a fork: the conversation and seq its history is read from, up to that seq.
     pub forked_from: Option<ForkPointView>,
+    /// The newest summary of what the window left behind (`GET` of one conversation only;
+    /// absent when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<crate::compact::SummaryView>,
 }
 
 /// Where a fork was made.
@@ -71,6 +75,7 @@ impl From<&Conversation> for ConversationView {
             message_count: c.message_count,
             last_seq: c.last_seq,
             tokens: c.total_tokens,
+            summary: None,
             forked_from: c.forked_from.as_ref().map(|f| ForkPointView {
                 conversation_id: f.conversation_id.clone(),
                 seq: f.seq,

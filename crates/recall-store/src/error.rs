@@ -64,6 +64,13 @@ pub enum StoreError {
         before = seq - 1
     )]
     PartialForkPoint { conversation: String, seq: i64 },
+    /// Another summariser holds conversation `conversation`'s compaction lease, or committed a
+    /// summary since this one started. Nothing was changed.
+    #[error(
+        "conversation '{conversation}' is being compacted by another summariser; its summary \
+         stays in force, try again when that one is done"
+    )]
+    CompactionBusy { conversation: String },
 }
 
 impl StoreError {

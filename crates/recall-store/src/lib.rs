@@ -54,6 +54,7 @@ mod search;
 mod sqlite;
 mod stable;
 mod statements;
+mod summaries;
 mod window;
 mod window_plan;
 
@@ -67,6 +68,7 @@ pub use model::{
 pub use options::{Durability, SqliteOptions};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use summaries::{NewSummary, StoredSummary, SummaryTokens};
 pub use window::Window;
 
 use async_trait::async_trait;
@@ -330,6 +332,53 @@ pub trait Store: Send + Sync {
     ) -> Result<RecallHits, StoreError>;
 
     /// Stores an API key (its hash) for a tenant.
+    /// Tenant `tenant`'s conversation `id`: its newest committed summary that ends before seq
+    /// `before` (what a context whose window starts at `before` carries).
+    async fn summary_before(
+        &self,
+        tenant: &str,
+        id: &str,
+        before: i64,
+    ) -> Result<Option<StoredSummary>, StoreError>;
+
+    /// The conversation's summary versions, newest first, at most `limit`.
+    async fn summaries(
+        &self,
+        tenant: &str,
+        id: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredSummary>, StoreError>;
+
+    /// Takes (or, for the same `holder`, renews) the conversation's compaction lease until
+    /// `expires_at` (milliseconds since the Unix epoch). `false`: another holder's lease has
+    /// not expired. Another tenant's conversation is not found.
+    async fn take_compaction_lease(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Gives the lease up (nothing when `holder` does not hold it).
+    async fn release_compaction_lease(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Commits a summary version, in one transaction: only while `holder` holds the lease and
+    /// the newest version is still `new.after_version`
+    /// ([`StoreError::CompactionBusy`] otherwise, and nothing is written).
+    async fn commit_summary(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+        new: NewSummary,
+    ) -> Result<StoredSummary, StoreError>;
+
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
 
     /// The tenant of the unrevoked key whose SHA-256 (lower-case hex) is `key_sha256`.

@@ -19,7 +19,7 @@ use recall_engine::{ChatTurn, Engine, TurnEvent, TurnOutcome};
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{BackendChoice, ChatArgs};
+use crate::cli::{BackendArgs, BackendChoice, ChatArgs};
 use crate::commands::store_cmds::{engine_err, open};
 use crate::exit::bad_input;
 
@@ -35,7 +35,7 @@ struct Session {
 }
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let (backend, why) = pick_backend(&args)?;
+    let (backend, why) = pick_backend(&args.llm)?;
     // Named before anything else, so a reply is never taken for another backend's.
     eprintln!("recall chat: backend {why}");
     let engine = open(&args.store).await?;
@@ -78,12 +78,19 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         id,
         backend,
         overrides,
-        model: args.model.clone(),
+        model: args.llm.model.clone(),
         max_output_tokens: args.max_output_tokens,
     };
     if std::io::stdin().is_terminal() {
         eprintln!("/help for commands, Ctrl-D to leave.");
         let mut session = session;
+        // With --summarize, the chat's backend summarises after the turns that move the
+        // window (in the background; /compact runs it at once). A piped one-turn chat exits
+        // after its turn, so it leaves compaction to `recall compact`.
+        session.engine = session
+            .engine
+            .clone()
+            .with_summarizer(session.backend.clone(), session.model.clone());
         repl(&mut session, history_file(&args)).await
     } else {
         one_turn(&session).await
@@ -152,6 +159,10 @@ async fn repl(s: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitC
                 Ok(text) => println!("{text}"),
                 Err(e) => eprintln!("error: {e:#}"),
             },
+            "/compact" => match compact(s).await {
+                Ok(text) => println!("{text}"),
+                Err(e) => eprintln!("error: {e:#}"),
+            },
             "/retry" => {
                 if let Err(e) = branch(s, None).await {
                     eprintln!("error: {e:#}");
@@ -192,6 +203,7 @@ const REPL_HELP: &str = "\
 clear, /clear   empty the conversation
 /context        print exactly what the model will be sent next
 /stats          messages, turns and tokens of the conversation
+/compact        summarise what the window has left behind (contexts carry it with --summarize)
 /retry          regenerate the last reply (on a fork: the old reply stays in the original)
 /edit TEXT      replace your last message with TEXT and get a new reply (on a fork)
 /exit, Ctrl-D   leave (Ctrl-C stops a reply; what arrived is kept as partial)";
@@ -390,6 +402,28 @@ async fn preview(s: &Session) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// `/compact`: brings the summary up to the window start with the chat's backend.
+async fn compact(s: &Session) -> anyhow::Result<String> {
+    let opts = recall_engine::CompactOptions {
+        format: Some(s.backend.context_format()),
+        overrides: s.overrides.clone(),
+        model: s.model.clone(),
+        ..recall_engine::CompactOptions::default()
+    };
+    let r = s
+        .engine
+        .compact_conversation(
+            &s.tenant,
+            &s.id,
+            s.backend.as_ref(),
+            &opts,
+            CancellationToken::new(),
+        )
+        .await
+        .map_err(engine_err)?;
+    Ok(crate::commands::compact::describe(&r))
+}
+
 /// `/stats`: the conversation's figures.
 async fn stats(s: &Session) -> anyhow::Result<String> {
     let c = s
@@ -432,7 +466,7 @@ fn history_file(args: &ChatArgs) -> Option<PathBuf> {
 }
 
 /// The backend to use and a phrase saying which and why.
-fn pick_backend(args: &ChatArgs) -> anyhow::Result<(Arc<dyn Backend>, String)> {
+pub(crate) fn pick_backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn Backend>, String)> {
     let prompt_format: PromptFormat = args.prompt_format.parse().map_err(bad_input)?;
     let opts = DiscoverOptions {
         claude_path: args.claude_path.clone(),

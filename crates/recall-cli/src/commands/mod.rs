@@ -2,6 +2,7 @@
 
 pub mod branch;
 pub mod chat;
+pub mod compact;
 pub mod embed;
 pub mod mcp;
 pub mod render;

@@ -23,6 +23,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         current: args.current.clone(),
         escape: !args.no_escape,
         query: args.query.clone(),
+        summary: args.summary.clone(),
     };
     let out = build_context(&conv, &req).map_err(|e| bad_input(context_error(&e)))?;
     print_output(&out, args.stats)?;

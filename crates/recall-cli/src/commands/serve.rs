@@ -96,7 +96,12 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let durability = db::durability_flag()
         .or(file.durability)
         .unwrap_or_default();
-    let engine = db::open_with(Some(&url), config.limits.engine_limits(), durability).await?;
+    let mut engine = db::open_with(Some(&url), config.limits.engine_limits(), durability).await?;
+    // The first chat backend also summarises: after the chat turns whose policy has
+    // `summarize` on and whose window moved, and for `POST …/compact` naming no backend.
+    if let Some(b) = config.backends.default_backend() {
+        engine = engine.with_summarizer(b, None);
+    }
     let listener = recall_server::bind(addr, &config)
         .await
         .map_err(|e| match e {

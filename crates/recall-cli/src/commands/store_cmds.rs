@@ -273,6 +273,7 @@ pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
         current: a.current.clone(),
         escape: !a.no_escape,
         query: a.query.clone(),
+        summary: None,
     };
     // One process per command: vectors appended since the last one are embedded now, so the
     // context ranks them (a server does this in the background).

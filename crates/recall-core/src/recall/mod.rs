@@ -50,6 +50,7 @@ pub use lexical::{
     doc_terms, idf, posting_order, rank_postings, ranked_terms, searchable_text, term_weight,
     LexicalIndex, Posting, TermList, B, K1, POSTINGS_PER_TERM, RANKED_TERMS, REF_LEN,
 };
+pub(crate) use section::excerpt;
 pub use section::{
     choose, choose_from, date_of_millis, excerpt_text, excerpt_tokens, known_frame_tokens,
     render_section, with_leading_text, CandidateSource, Prefetched, RECALL_CLOSE, RECALL_INTRO,

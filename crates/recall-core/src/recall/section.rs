@@ -70,7 +70,7 @@ pub fn excerpt_text(m: &Message) -> String {
 /// it names a conversation; no date in memory), then its text with every line indented by
 /// two spaces, so no content starts a line of the section. Content is escaped (turn labels,
 /// history tags, [`RECALL_CLOSE`]) unless `escape` is off.
-fn excerpt(
+pub(crate) fn excerpt(
     conversation_id: Option<&str>,
     seq: i64,
     at: Option<i64>,

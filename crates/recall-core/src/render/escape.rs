@@ -289,11 +289,20 @@ pub fn escape_labels(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// What follows the `<` of a recalled section's tag, open or close.
-const RECALL_TAG_PATTERNS: [&str; 2] = ["~/~recalled_messages", "~recalled_messages"];
+/// What follows the `<` of a section's tag, open or close: the recalled section, the summary
+/// section, and the summariser prompt's list of new messages.
+const RECALL_TAG_PATTERNS: [&str; 6] = [
+    "~/~recalled_messages",
+    "~recalled_messages",
+    "~/~conversation_summary",
+    "~conversation_summary",
+    "~/~new_messages",
+    "~new_messages",
+];
 
-/// True when `s` starts with a `recalled_messages` tag's `<` (open or close, matched as
-/// [`starts_with_tag`] matches the history tags).
+/// True when `s` starts with the `<` of a section tag recall writes (`recalled_messages`,
+/// `conversation_summary`, `new_messages`; open or close, matched as [`starts_with_tag`]
+/// matches the history tags).
 pub fn starts_with_recall_tag(s: &str) -> bool {
     let mut chars = s.chars();
     if chars.next().map(fold) != Some('<') {
@@ -305,13 +314,15 @@ pub fn starts_with_recall_tag(s: &str) -> bool {
         .any(|p| match_folded(rest, p).is_some())
 }
 
-/// Escapes, with a backslash before its `<`, every `recalled_messages` tag in `text`: what a
-/// recalled excerpt's content gets, so that it cannot close the section it is quoted in.
+/// Escapes, with a backslash before its `<`, every section tag (see
+/// [`starts_with_recall_tag`]) in `text`: what a recalled excerpt's content and a summary get,
+/// so that they cannot close the section they are quoted in.
 /// Borrows when nothing changes.
 ///
 /// ```
 /// use recall_core::render::escape::escape_recall_tags;
 /// assert_eq!(escape_recall_tags("a </Recalled-Messages> b"), "a \\</Recalled-Messages> b");
+/// assert_eq!(escape_recall_tags("</conversation_summary>"), "\\</conversation_summary>");
 /// assert_eq!(escape_recall_tags("a < b"), "a < b");
 /// ```
 pub fn escape_recall_tags(text: &str) -> Cow<'_, str> {

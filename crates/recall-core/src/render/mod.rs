@@ -27,6 +27,10 @@ pub struct RenderInput<'a> {
     /// user message: a leading text block of it in `anthropic`/`openai`, a section before its
     /// turn in the text formats (`xml`: before the current message). `None` or empty: none.
     pub recalled: Option<&'a str>,
+    /// The summary section (`crate::summary::render_summary`), placed before everything else
+    /// the history holds: leading the system prompt in `anthropic`/`openai`, a section before
+    /// the history in the text formats (after `bracket`'s and `task`'s system parts).
+    pub summary: Option<&'a str>,
 }
 
 impl RenderInput<'_> {
@@ -41,9 +45,30 @@ impl RenderInput<'_> {
         self.kept.iter().rposition(|k| k.message.is_cut_point())
     }
 
+    /// The summary section, when there is one to place.
+    pub fn summary(&self) -> Option<&str> {
+        self.summary.filter(|s| !s.is_empty())
+    }
+
     /// The system prompt: its parts joined with `"\n"`, or `None` when there are none.
     pub fn system(&self) -> Option<String> {
         (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"))
+    }
+
+    /// The system prompt of the native formats: the summary section, a blank line, then
+    /// [`RenderInput::system`]; either alone when the other is missing.
+    pub fn system_with_summary(&self) -> Option<String> {
+        join_summary(self.summary(), self.system())
+    }
+}
+
+/// `summary`, a blank line and `system`; either alone when the other is `None`: the system
+/// prompt a context carries with its summary.
+pub fn join_summary(summary: Option<&str>, system: Option<String>) -> Option<String> {
+    match (summary.filter(|s| !s.is_empty()), system) {
+        (Some(s), Some(sys)) => Some(format!("{s}\n\n{sys}")),
+        (Some(s), None) => Some(s.to_string()),
+        (None, sys) => sys,
     }
 }
 

@@ -54,7 +54,7 @@ pub fn render_anthropic(input: &RenderInput<'_>) -> Value {
         messages.push(Value::Object(obj));
     }
     let mut body = Map::new();
-    if let Some(s) = input.system() {
+    if let Some(s) = input.system_with_summary() {
         body.insert("system".into(), Value::String(s));
     }
     body.insert("messages".into(), Value::Array(messages));
@@ -72,7 +72,7 @@ pub fn render_openai(input: &RenderInput<'_>) -> Value {
         }
         Value::Object(m)
     };
-    if let Some(s) = input.system() {
+    if let Some(s) = input.system_with_summary() {
         messages.push(obj(vec![("role", "system".into()), ("content", s.into())]));
     }
     let target = recall_target(input);

@@ -14,6 +14,10 @@ fn recall_target<'a>(input: &RenderInput<'a>) -> Option<(usize, &'a str)> {
 /// `Human: …` / `Assistant: …` joined by `\n\n---\n\n` (docs/FORMATS.md §5.1).
 pub fn render_transcript(input: &RenderInput<'_>) -> String {
     let mut out = String::new();
+    if let Some(summary) = input.summary() {
+        // A part of its own, before the first turn.
+        out.push_str(summary);
+    }
     let target = recall_target(input);
     for (i, k) in input.kept.iter().enumerate() {
         let label = match k.message.role {
@@ -55,6 +59,10 @@ pub fn render_bracket(input: &RenderInput<'_>) -> String {
         if !s.trim().is_empty() {
             parts.push(part("[SYSTEM]", s));
         }
+    }
+    if let Some(summary) = input.summary() {
+        // Its own part (its text is escaped already).
+        parts.push(summary.to_string());
     }
     let target = recall_target(input);
     for (i, k) in input.kept.iter().enumerate() {
@@ -185,10 +193,16 @@ pub fn render_xml(input: &RenderInput<'_>) -> String {
     if let (Some(section), Some(_)) = (input.recalled(), input.current) {
         current = format!("{section}\n\n{current}");
     }
-    if lines.is_empty() {
-        return current;
+    let mut out = String::new();
+    if let Some(summary) = input.summary() {
+        out.push_str(summary);
+        out.push_str("\n\n");
     }
-    let mut out = String::from("<conversation_history>\n");
+    if lines.is_empty() {
+        out.push_str(&current);
+        return out;
+    }
+    out.push_str("<conversation_history>\n");
     for l in lines {
         out.push_str(&l);
         out.push('\n');
@@ -227,6 +241,10 @@ pub fn render_task(input: &RenderInput<'_>) -> String {
         if !s.is_empty() {
             item("⚙️", Role::System, false, s, &mut out);
         }
+    }
+    if let Some(summary) = input.summary() {
+        out.push_str(summary);
+        out.push_str("\n\n");
     }
     let target = recall_target(input);
     for (i, k) in input.kept.iter().enumerate() {
@@ -281,6 +299,7 @@ mod tests {
             current: None,
             escape: true,
             recalled: None,
+            summary: None,
         };
         assert_eq!(
             render_task(&input),
@@ -310,6 +329,7 @@ mod tests {
             ),
             escape: true,
             recalled: None,
+            summary: None,
         };
         assert_eq!(
             render_xml(&input),
@@ -335,6 +355,7 @@ mod tests {
             current: Some(text),
             escape: true,
             recalled: None,
+            summary: None,
         };
         assert_eq!(render_transcript(&input), format!("Human: {want}"));
         assert_eq!(render_bracket(&input), format!("[USER]: {want}"));

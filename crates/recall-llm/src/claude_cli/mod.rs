@@ -147,6 +147,7 @@ pub fn render_prompt(req: &ChatRequest, format: PromptFormat) -> Result<String, 
                 current: Some(&current),
                 escape: true,
                 recalled: None,
+                summary: None,
             })
         }
         PromptFormat::Transcript => {
@@ -156,6 +157,7 @@ pub fn render_prompt(req: &ChatRequest, format: PromptFormat) -> Result<String, 
                 current: None,
                 escape: true,
                 recalled: None,
+                summary: None,
             })
         }
     };

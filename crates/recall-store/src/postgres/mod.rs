@@ -7,6 +7,7 @@ mod append;
 mod forks;
 mod recall;
 mod search;
+mod summaries;
 mod vectors;
 mod window;
 
@@ -35,6 +36,7 @@ use crate::statements::{
     DELETE_STABLE_WINDOWS, GET_TASK, INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK,
     LIST_API_KEYS, REVOKE_API_KEY,
 };
+use crate::summaries::{NewSummary, StoredSummary};
 use crate::window::Window;
 use crate::Store;
 use recall_core::recall::{RecallCandidate, RecallKey, RecallQuery};
@@ -400,6 +402,53 @@ impl Store for PgStore {
     ) -> Result<RecallHits, StoreError> {
         check_key(tenant, id)?;
         self.semantic(tenant, id, query, model, vector).await
+    }
+
+    async fn summary_before(
+        &self,
+        tenant: &str,
+        id: &str,
+        before: i64,
+    ) -> Result<Option<StoredSummary>, StoreError> {
+        self.read_summary_before(tenant, id, before).await
+    }
+
+    async fn summaries(
+        &self,
+        tenant: &str,
+        id: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredSummary>, StoreError> {
+        self.read_summaries(tenant, id, limit).await
+    }
+
+    async fn take_compaction_lease(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        self.write_lease(tenant, id, holder, expires_at).await
+    }
+
+    async fn release_compaction_lease(
+        &self,
+        _tenant: &str,
+        id: &str,
+        holder: &str,
+    ) -> Result<(), StoreError> {
+        self.write_release(id, holder).await
+    }
+
+    async fn commit_summary(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+        new: NewSummary,
+    ) -> Result<StoredSummary, StoreError> {
+        self.write_summary(tenant, id, holder, new).await
     }
 
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {

@@ -17,6 +17,7 @@ mod conn;
 mod forks;
 mod recall;
 mod search;
+mod summaries;
 mod vectors;
 mod window;
 mod writer;
@@ -48,6 +49,7 @@ use crate::statements::{
     get_conversation_sql, list_conversations_sql, API_KEY_TENANT, GET_TASK, INSERT_API_KEY,
     INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
 };
+use crate::summaries::{NewSummary, StoredSummary};
 use crate::window::Window;
 use crate::Store;
 use conn::{named, Connections};
@@ -523,6 +525,54 @@ impl Store for SqliteStore {
     ) -> Result<RecallHits, StoreError> {
         check_key(tenant, id)?;
         self.semantic(tenant, id, query, model, vector)
+    }
+
+    async fn summary_before(
+        &self,
+        tenant: &str,
+        id: &str,
+        before: i64,
+    ) -> Result<Option<StoredSummary>, StoreError> {
+        self.read_summary_before(tenant, id, before)
+    }
+
+    async fn summaries(
+        &self,
+        tenant: &str,
+        id: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredSummary>, StoreError> {
+        self.read_summaries(tenant, id, limit)
+    }
+
+    async fn take_compaction_lease(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        check_key(tenant, id)?;
+        self.write_lease(tenant, id, holder, expires_at).await
+    }
+
+    async fn release_compaction_lease(
+        &self,
+        _tenant: &str,
+        id: &str,
+        holder: &str,
+    ) -> Result<(), StoreError> {
+        self.write_release(id, holder).await
+    }
+
+    async fn commit_summary(
+        &self,
+        tenant: &str,
+        id: &str,
+        holder: &str,
+        new: NewSummary,
+    ) -> Result<StoredSummary, StoreError> {
+        self.write_summary(tenant, id, holder, new).await
     }
 
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {

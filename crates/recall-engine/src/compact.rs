@@ -1,0 +1,434 @@
+//! Compaction (issue 22): the rolling summary of what the window left behind.
+//!
+//! [`Engine::compact_conversation`] finds where the conversation's window starts under its policy, and
+//! when that is past the end of the summary in force, writes the next summary from that
+//! summary and the messages in between (never from the whole conversation again), in
+//! summariser calls of at most [`CompactOptions::max_input_tokens`] each, committing a version
+//! after each call. One summariser per conversation at a time, across processes: it holds the
+//! conversation's lease in the database (renewed before every call) and commits only while it
+//! holds it and no other version was committed meanwhile. A crash, a backend error or a
+//! refused answer (empty, over `summary_tokens`) commits nothing, so the previous summary stays
+//! in force; the next compaction retries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use recall_core::context::ContextRequest;
+use recall_core::message::{Message, Role};
+use recall_core::policy::{Format, PolicyOverrides};
+use recall_core::recall::RecallCandidate;
+use recall_core::summary::{
+    check_summary, compaction_chunks, render_summary, summarizer_prompt, target_tokens, Summary,
+    SUMMARIZER_SYSTEM,
+};
+use recall_core::tokens::{TokenCounter, Tokenizer};
+use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
+use recall_store::{NewSummary, StoredSummary, SummaryTokens};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Engine, EngineError};
+
+/// How long a compaction lease lasts unless renewed: a summariser killed mid-way holds the
+/// conversation this long at most.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(120);
+
+/// What [`Engine::compact_conversation`] is asked to do.
+#[derive(Debug, Clone)]
+pub struct CompactOptions {
+    /// The format whose window the summary ends before; `None`: the conversation's own, else
+    /// `transcript` (as a context request).
+    pub format: Option<Format>,
+    /// Policy values over the conversation's (`summary_tokens`, the window's limits);
+    /// `summarize` is on whatever they say.
+    pub overrides: PolicyOverrides,
+    /// The summariser's model; `None`: the backend's default.
+    pub model: Option<String>,
+    /// The most tokens of new messages one summariser call is given.
+    pub max_input_tokens: u64,
+    /// How long the lease lasts between renewals.
+    pub lease: Duration,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        CompactOptions {
+            format: None,
+            overrides: PolicyOverrides::default(),
+            model: None,
+            max_input_tokens: 6_000,
+            lease: DEFAULT_LEASE,
+        }
+    }
+}
+
+/// How a compaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactStatus {
+    /// New versions were committed.
+    Compacted,
+    /// The summary in force already ends just before the window (or nothing is older than
+    /// the window): nothing to do.
+    UpToDate,
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CompactReport {
+    pub status: CompactStatus,
+    /// The summary the conversation's contexts now carry (`None`: none yet).
+    pub summary: Option<StoredSummary>,
+    /// Summariser calls made, and versions committed (one per call).
+    pub calls: u32,
+    /// The summariser's input and output tokens, as it reported them (0 when it reports none).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The summariser an engine runs after chat turns ([`Engine::with_summarizer`]).
+#[derive(Clone)]
+pub(crate) struct Summarizer {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) model: Option<String>,
+}
+
+impl Engine {
+    /// Runs compaction after chat turns with `backend` (and `model`): a turn whose context
+    /// summarises and whose window starts past the summary in force starts a compaction in a
+    /// task of its own; the turn does not wait for it and the next one uses whatever is
+    /// committed by then.
+    pub fn with_summarizer(mut self, backend: Arc<dyn Backend>, model: Option<String>) -> Engine {
+        self.summarizer = Some(Summarizer { backend, model });
+        self
+    }
+
+    /// The summariser set with [`Engine::with_summarizer`]: its backend and model.
+    pub fn summarizer(&self) -> Option<(Arc<dyn Backend>, Option<String>)> {
+        self.summarizer
+            .as_ref()
+            .map(|s| (s.backend.clone(), s.model.clone()))
+    }
+
+    /// The conversation's summary versions, newest first (at most `limit`).
+    pub async fn summaries(
+        &self,
+        tenant: &str,
+        id: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredSummary>, EngineError> {
+        self.store.get_conversation(tenant, id).await?;
+        Ok(self.store.summaries(tenant, id, limit).await?)
+    }
+
+    /// Brings the conversation's summary up to its window start (see the module
+    /// documentation). `Err` leaves the summary in force as it was (versions committed before
+    /// a failing call stay: each covers its messages).
+    pub async fn compact_conversation(
+        &self,
+        tenant: &str,
+        id: &str,
+        backend: &dyn Backend,
+        opts: &CompactOptions,
+        cancel: CancellationToken,
+    ) -> Result<CompactReport, EngineError> {
+        let mut req = ContextRequest::new(Format::Transcript);
+        req.format = opts.format;
+        req.overrides = opts.overrides.clone();
+        req.overrides.summarize = Some(true);
+        let context = self.context(tenant, id, &req).await?;
+        let policy = context.policy.clone();
+        let window_first = context.kept.first().map(|k| k.index as i64);
+        let in_force = context.stats.summary;
+        let mut report = CompactReport {
+            status: CompactStatus::UpToDate,
+            summary: None,
+            calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+        };
+        let Some(first) = window_first.filter(|_| context.stats.dropped > 0) else {
+            report.summary = self
+                .store
+                .summaries(tenant, id, 1)
+                .await?
+                .into_iter()
+                .next();
+            return Ok(report);
+        };
+        let target = first - 1;
+        if in_force.is_some_and(|s| s.to_seq == target) {
+            report.summary = self.store.summary_before(tenant, id, first).await?;
+            return Ok(report);
+        }
+
+        let holder = uuid::Uuid::now_v7().to_string();
+        let lease_ms = i64::try_from(opts.lease.as_millis()).unwrap_or(i64::MAX);
+        if !self
+            .store
+            .take_compaction_lease(tenant, id, &holder, now_ms() + lease_ms)
+            .await?
+        {
+            return Err(EngineError::Store(
+                recall_store::StoreError::CompactionBusy {
+                    conversation: id.to_string(),
+                },
+            ));
+        }
+        let run = self
+            .compact_held(
+                tenant,
+                id,
+                backend,
+                opts,
+                &holder,
+                lease_ms,
+                target,
+                policy.summary_tokens,
+                policy.tokenizer,
+                &mut report,
+                cancel,
+            )
+            .await;
+        // The lease goes whatever happened; a failure to give it up only delays the next
+        // compaction until it expires.
+        let _ = self
+            .store
+            .release_compaction_lease(tenant, id, &holder)
+            .await;
+        run?;
+        Ok(report)
+    }
+
+    /// The work of [`Engine::compact_conversation`] once the lease is held: summarise the messages after
+    /// the summary in force through `target`.
+    #[allow(clippy::too_many_arguments)]
+    async fn compact_held(
+        &self,
+        tenant: &str,
+        id: &str,
+        backend: &dyn Backend,
+        opts: &CompactOptions,
+        holder: &str,
+        lease_ms: i64,
+        target: i64,
+        summary_tokens: u64,
+        tokenizer: Tokenizer,
+        report: &mut CompactReport,
+        cancel: CancellationToken,
+    ) -> Result<(), EngineError> {
+        // Read under the lease: what another summariser committed before it is the base.
+        let mut base = self.store.summary_before(tenant, id, target + 1).await?;
+        let mut after_version = self
+            .store
+            .summaries(tenant, id, 1)
+            .await?
+            .first()
+            .map(|s| s.version);
+        report.summary = base.clone();
+        let mut next = base.as_ref().map_or(0, |s| s.to_seq);
+        if next >= target {
+            return Ok(());
+        }
+        // Read the backlog page by page; summarise a call's worth whenever one is full.
+        let mut pending: Vec<(RecallCandidate, u64)> = Vec::new();
+        let mut done_reading = false;
+        while !(done_reading && pending.is_empty()) {
+            if !done_reading {
+                let page = self.store.messages(tenant, id, next, 200).await?;
+                done_reading = page.is_empty();
+                for m in page {
+                    next = m.seq;
+                    if m.seq > target {
+                        done_reading = true;
+                        break;
+                    }
+                    if m.message.role == Role::System {
+                        continue;
+                    }
+                    let tokens = u64::try_from(m.figures.tokens_o200k).unwrap_or(0);
+                    pending.push((
+                        RecallCandidate {
+                            conversation_id: None,
+                            seq: m.seq,
+                            message: m.message,
+                            at: Some(m.created_at),
+                        },
+                        tokens,
+                    ));
+                }
+                if next >= target {
+                    done_reading = true;
+                }
+            }
+            let costs: Vec<(i64, u64)> = pending.iter().map(|(c, t)| (c.seq, *t)).collect();
+            let ends = compaction_chunks(&costs, opts.max_input_tokens);
+            // A call is made for a full chunk (another follows it), or for the rest once all
+            // is read.
+            let ready = if done_reading {
+                ends.len()
+            } else {
+                ends.len().saturating_sub(1)
+            };
+            for end in ends.into_iter().take(ready) {
+                let split = pending.iter().take_while(|(c, _)| c.seq <= end).count();
+                let chunk: Vec<RecallCandidate> = pending.drain(..split).map(|(c, _)| c).collect();
+                let Some(last) = chunk.last().map(|c| c.seq) else {
+                    continue;
+                };
+                // Renew the lease for this call; losing it means another took over.
+                if !self
+                    .store
+                    .take_compaction_lease(tenant, id, holder, now_ms() + lease_ms)
+                    .await?
+                {
+                    return Err(EngineError::Store(
+                        recall_store::StoreError::CompactionBusy {
+                            conversation: id.to_string(),
+                        },
+                    ));
+                }
+                let previous = base.as_ref().map(|s| Summary {
+                    from_seq: s.from_seq,
+                    to_seq: s.to_seq,
+                    text: s.text.clone(),
+                });
+                let from = previous
+                    .as_ref()
+                    .map_or_else(|| chunk.first().map_or(1, |c| c.seq), |p| p.from_seq);
+                let prompt =
+                    summarizer_prompt(previous.as_ref(), &chunk, target_tokens(summary_tokens));
+                let (text, usage) =
+                    summarise(backend, opts, prompt, summary_tokens, cancel.clone()).await?;
+                report.calls += 1;
+                report.input_tokens += usage.input_tokens.unwrap_or(0);
+                report.output_tokens += usage.output_tokens.unwrap_or(0);
+                let text = text.trim().to_string();
+                let summary = Summary {
+                    from_seq: from,
+                    to_seq: last,
+                    text: text.clone(),
+                };
+                let section = render_summary(&summary, true);
+                let tokens = SummaryTokens {
+                    o200k: Tokenizer::O200k.count(&section) as u64,
+                    cl100k: Tokenizer::Cl100k.count(&section) as u64,
+                    chars4: Tokenizer::Chars4.count(&section) as u64,
+                };
+                check_summary(&text, tokens.get(tokenizer), summary_tokens)?;
+                let stored = self
+                    .store
+                    .commit_summary(
+                        tenant,
+                        id,
+                        holder,
+                        NewSummary {
+                            from_seq: from,
+                            to_seq: last,
+                            text,
+                            tokens,
+                            backend: backend.name().to_string(),
+                            model: opts.model.clone().unwrap_or_default(),
+                            after_version,
+                        },
+                    )
+                    .await?;
+                after_version = Some(stored.version);
+                report.status = CompactStatus::Compacted;
+                report.summary = Some(stored.clone());
+                base = Some(stored);
+            }
+        }
+        Ok(())
+    }
+
+    /// After a chat turn: starts a compaction in its own task when the engine has a
+    /// summariser, the turn's context summarises and its window starts past the summary in
+    /// force. Errors are the next compaction's to retry.
+    pub(crate) fn compact_after_turn(
+        &self,
+        tenant: &str,
+        id: &str,
+        format: Format,
+        overrides: &PolicyOverrides,
+        stats: &recall_core::select::Stats,
+        window_first: Option<i64>,
+    ) {
+        let Some(s) = self.summarizer.clone() else {
+            return;
+        };
+        let Some(first) = window_first else {
+            return;
+        };
+        if stats.dropped == 0 || stats.summary.is_some_and(|x| x.to_seq + 1 >= first) {
+            return;
+        }
+        let engine = self.clone();
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let opts = CompactOptions {
+            format: Some(format),
+            overrides: overrides.clone(),
+            model: s.model.clone(),
+            ..CompactOptions::default()
+        };
+        tokio::spawn(async move {
+            let _ = engine
+                .compact_conversation(
+                    &tenant,
+                    &id,
+                    s.backend.as_ref(),
+                    &opts,
+                    CancellationToken::new(),
+                )
+                .await;
+        });
+    }
+}
+
+/// Milliseconds since the Unix epoch: lease expiries.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// One summariser call: the fixed system prompt and `prompt` as the user message; the text
+/// of a complete reply, or the backend's error.
+async fn summarise(
+    backend: &dyn Backend,
+    opts: &CompactOptions,
+    prompt: String,
+    summary_tokens: u64,
+    cancel: CancellationToken,
+) -> Result<(String, Usage), EngineError> {
+    let request = ChatRequest {
+        system: Some(SUMMARIZER_SYSTEM.to_string()),
+        messages: vec![Message::text(Role::User, prompt)],
+        model: opts.model.clone(),
+        max_tokens: u32::try_from(summary_tokens).unwrap_or(u32::MAX),
+    };
+    let mut assembler = Assembler::new();
+    match backend.stream(request, cancel).await {
+        Err(e) => return Err(EngineError::Summarizer(e)),
+        Ok(mut events) => {
+            while let Some(ev) = events.next().await {
+                assembler.push(&ev);
+                if ev.is_terminal() {
+                    break;
+                }
+            }
+        }
+    }
+    if !assembler.is_finished() {
+        assembler.push(&BackendEvent::Error(BackendError::new(
+            recall_llm::BackendErrorKind::Stream {
+                message: "the summariser's stream ended without a final event".into(),
+            },
+        )));
+    }
+    let reply = assembler.finish();
+    if let Some(e) = reply.error.clone() {
+        return Err(EngineError::Summarizer(e));
+    }
+    Ok((reply.text(), reply.usage))
+}

@@ -1,0 +1,145 @@
+//! `POST /v1/conversations/{id}/compact` and the summary a conversation's view shows: one
+//! engine call each (`Engine::compact_conversation`, `Engine::summaries`).
+
+use axum::extract::{Extension, State};
+use axum::Json;
+use recall_core::policy::{Format, PolicyOverrides};
+use recall_engine::store::StoredSummary;
+use recall_engine::{CompactOptions, CompactReport, CompactStatus};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+
+use crate::auth::Tenant;
+use crate::body::{ConversationId, RawBody};
+use crate::error::ApiError;
+use crate::views::{rfc3339, ErrorBody, V1Errors};
+use crate::AppState;
+
+/// `POST …/compact`: which backend summarises (default: the server's summariser, else its
+/// first chat backend), its model, and the window to summarise up to (the format and limits
+/// over the conversation's policy; `summary_tokens` bounds the summary).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+// No `deny_unknown_fields`: the flattened `PolicyOverrides` refuses what is not a policy field.
+pub struct CompactBody {
+    /// A backend name this server offers.
+    pub backend: Option<String>,
+    /// The summariser's model (default: the backend's).
+    pub model: Option<String>,
+    /// The format whose window the summary ends before (default: the conversation's, else
+    /// `transcript`).
+    pub format: Option<Format>,
+    #[serde(flatten)]
+    pub policy: PolicyOverrides,
+}
+
+/// A stored summary version.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SummaryView {
+    pub version: i64,
+    /// The messages it stands for: `from_seq` through `to_seq`.
+    pub from_seq: i64,
+    pub to_seq: i64,
+    pub text: String,
+    /// Tokens (o200k) of its section as a context carries it.
+    pub tokens: u64,
+    pub backend: String,
+    pub model: String,
+    pub created_at: String,
+}
+
+impl From<&StoredSummary> for SummaryView {
+    fn from(s: &StoredSummary) -> Self {
+        SummaryView {
+            version: s.version,
+            from_seq: s.from_seq,
+            to_seq: s.to_seq,
+            text: s.text.clone(),
+            tokens: s.tokens.o200k,
+            backend: s.backend.clone(),
+            model: s.model.clone(),
+            created_at: rfc3339(s.created_at),
+        }
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CompactResponse {
+    /// `compacted` (new versions committed) or `up_to_date`.
+    #[schema(value_type = String, example = "compacted")]
+    pub status: CompactStatus,
+    /// The newest summary (`null`: none yet).
+    pub summary: Option<SummaryView>,
+    /// Summariser calls made (one version committed per call).
+    pub calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl From<&CompactReport> for CompactResponse {
+    fn from(r: &CompactReport) -> Self {
+        CompactResponse {
+            status: r.status,
+            summary: r.summary.as_ref().map(SummaryView::from),
+            calls: r.calls,
+            input_tokens: r.input_tokens,
+            output_tokens: r.output_tokens,
+        }
+    }
+}
+
+/// Summarise what the window has left behind: the summary in force plus the messages between
+/// its end and the window start become the next version (docs/FORMAT-DECISIONS.md,
+/// "Summaries"). 409 while another summariser works on the conversation; 502 when the
+/// summariser fails or answers with an empty or over-budget summary (the summary in force
+/// stays).
+#[utoipa::path(post, path = "/v1/conversations/{id}/compact", tag = "conversations",
+    params(("id" = String, Path, description = "The conversation id")),
+    request_body = Option<CompactBody>,
+    responses((status = 200, body = CompactResponse), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 502, body = ErrorBody),
+        (status = 503, body = ErrorBody), V1Errors),
+    security(("bearer" = [])))]
+pub async fn compact(
+    State(state): State<AppState>,
+    Extension(Tenant(tenant)): Extension<Tenant>,
+    ConversationId(id): ConversationId,
+    RawBody(body): RawBody,
+) -> Result<Json<CompactResponse>, ApiError> {
+    let b: CompactBody = crate::routes::optional_json(&body)?;
+    // The named backend, else the engine's summariser (`recall serve --summary-backend`),
+    // else the server's first chat backend.
+    let (name, backend, default_model) = match (b.backend.as_deref(), state.engine().summarizer()) {
+        (None, Some((backend, model))) => (backend.name().to_string(), backend, model),
+        (name, _) => {
+            let (n, backend) = state.inner.config.backends.pick(name)?;
+            (n, backend, None)
+        }
+    };
+    let model = b.model.or(default_model);
+    let opts = CompactOptions {
+        format: b.format,
+        overrides: b.policy,
+        model,
+        ..CompactOptions::default()
+    };
+    // Run to completion in a task of its own: a client that goes away does not cut a
+    // summariser call short (its commit is what the call was for).
+    let engine = state.engine().clone();
+    let report = tokio::spawn(async move {
+        engine
+            .compact_conversation(
+                &tenant,
+                &id,
+                backend.as_ref(),
+                &opts,
+                CancellationToken::new(),
+            )
+            .await
+    })
+    .await
+    .map_err(|_| ApiError::internal())??;
+    tracing::info!(backend = %name, calls = report.calls, "compacted");
+    Ok(Json(CompactResponse::from(&report)))
+}
