@@ -151,7 +151,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Serve recall's MCP tools over stdio (for Claude Code, Claude Desktop and other MCP
     /// clients): create_task, get_task, get_context, append_message, list_conversations,
-    /// create_conversation, clear_conversation, search_history, fork_conversation, retry_turn.
+    /// create_conversation, clear_conversation, search_history, fork_conversation, retry_turn,
+    /// compact_conversation.
     #[command(after_help = "Examples:\n  \
         recall mcp\n  \
         recall mcp --db /tmp/recall.db --tenant team-a\n  \
@@ -491,10 +492,6 @@ pub struct ContextArgs {
     /// text; not stored.
     #[arg(long, value_name = "TEXT")]
     pub query: Option<String>,
-    /// A summary of the messages before the window, placed before the history as a stored
-    /// conversation's committed summary is (turns --summarize on).
-    #[arg(long, value_name = "TEXT")]
-    pub summary: Option<String>,
     #[command(flatten)]
     pub limits: PolicyOverrides,
     /// Print the selection stats as the last stderr line (`stats: {json}`).
@@ -736,6 +733,10 @@ pub struct CompactArgs {
     /// several calls, each committing a version).
     #[arg(long, value_name = "N", default_value_t = 6000)]
     pub max_input_tokens: u64,
+    /// How long this compaction keeps other summarisers out if it dies without finishing
+    /// (it renews this before each summariser call).
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub lease_secs: u64,
     #[command(flatten)]
     pub limits: PolicyOverrides,
     /// Print the result as JSON.

@@ -276,7 +276,7 @@ fn mcp_over_http_authenticates_and_isolates_tenants() {
         assert!(headers.get("mcp-session-id").is_none(), "{headers:?}");
         let (status, _, body) = rpc(&client, base, Some(key_a.as_str()), "tools/list", json!({})).await;
         assert_eq!(status, 200, "{body}");
-        assert_eq!(body["result"]["tools"].as_array().map(Vec::len), Some(10));
+        assert_eq!(body["result"]["tools"].as_array().map(Vec::len), Some(11));
 
         // team-a stores a conversation through REST; MCP sees it for team-a only.
         let res = client

@@ -370,15 +370,29 @@ impl Prepared {
 
     /// The section for `summary` under this context's escaping, its tokens counted with the
     /// policy's counter unless the caller knows them (`known_tokens`, a store's stored count).
-    pub fn summary_section(&self, summary: &Summary, known_tokens: Option<u64>) -> SummarySection {
+    /// `None`, with a warning in the stats, when it is over this policy's `summary_tokens`
+    /// (written under a larger bound): the window was sized for the smaller one.
+    pub fn summary_section(
+        &mut self,
+        summary: &Summary,
+        known_tokens: Option<u64>,
+    ) -> Option<SummarySection> {
         let text = render_summary(summary, self.escape);
         let tokens = known_tokens.unwrap_or_else(|| self.policy.tokenizer.count(&text) as u64);
-        SummarySection {
+        if tokens > self.policy.summary_tokens {
+            self.stats.warnings.push(format!(
+                "the summary of messages {} to {} takes {tokens} tokens, over summary_tokens \
+                 ({}): not carried (compact again with this summary_tokens)",
+                summary.from_seq, summary.to_seq, self.policy.summary_tokens
+            ));
+            return None;
+        }
+        Some(SummarySection {
             from_seq: summary.from_seq,
             to_seq: summary.to_seq,
             text,
             tokens,
-        }
+        })
     }
 
     /// Recall over history held in memory (`history`: what was gathered, oldest first, keyed
@@ -448,15 +462,23 @@ pub fn assemble(
     let history = (resolved.policy.recall_tokens > 0).then(|| g.history.clone());
     let prepared = prepare(g, req, resolved)?;
     let recalled = history.and_then(|h| prepared.recall_in_memory(&h));
+    let mut prepared = prepared;
     let summary = match (&req.summary, prepared.summary_before()) {
-        (Some(text), Some(before)) => Some(prepared.summary_section(
-            &Summary {
+        (Some(_), Some(_)) if prepared.stats.dropped == 0 => {
+            prepared
+                .stats
+                .warnings
+                .push("the summary was not used: no message is older than the window".to_string());
+            None
+        }
+        (Some(text), Some(before)) => {
+            let s = Summary {
                 from_seq: 0,
                 to_seq: before - 1,
                 text: text.clone(),
-            },
-            None,
-        )),
+            };
+            prepared.summary_section(&s, None)
+        }
         _ => None,
     };
     Ok(prepared.finish(recalled, summary))

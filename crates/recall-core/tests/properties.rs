@@ -448,6 +448,8 @@ fn overrides() -> impl Strategy<Value = PolicyOverrides> {
                     low_water,
                     recall_tokens: None,
                     recall_scope: None,
+                    summarize: None,
+                    summary_tokens: None,
                 }
             },
         )
@@ -916,7 +918,7 @@ proptest! {
             skipped: parse_skipped,
             warnings: Vec::new(),
         };
-        let req = ContextRequest { format: Some(format), overrides, current: current.clone(), escape: true, query: None };
+        let req = ContextRequest { format: Some(format), overrides, current: current.clone(), escape: true, query: None, summary: None };
         let mut hist: Vec<Message> = msgs.iter().filter(|m| m.role != Role::System).cloned().collect();
         let out = match build_context(&conv, &req) {
             Ok(out) => out,
@@ -983,6 +985,7 @@ fn stable_req(format: Format, max_tokens: u64, current: Option<&str>) -> Context
         current: current.map(String::from),
         escape: true,
         query: None,
+        summary: None,
     }
 }
 

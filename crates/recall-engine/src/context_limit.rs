@@ -156,12 +156,10 @@ impl Engine {
         };
         let prepared = prepare(gathered, req, resolved)?;
         let recalled = self.recall_for(tenant, id, &prepared).await?;
+        let mut prepared = prepared;
         let summary = match prepared.summary_before() {
-            Some(before) => self
-                .store
-                .summary_before(tenant, id, before)
-                .await?
-                .map(|s| {
+            Some(before) => match self.store.summary_before(tenant, id, before).await? {
+                Some(s) => {
                     // The stored count is of the escaped section; unescaped, count it.
                     let known = prepared
                         .escape
@@ -172,7 +170,9 @@ impl Engine {
                         text: s.text,
                     };
                     prepared.summary_section(&summary, known)
-                }),
+                }
+                None => None,
+            },
             None => None,
         };
         Ok(prepared.finish(recalled, summary))

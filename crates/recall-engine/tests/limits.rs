@@ -47,6 +47,7 @@ fn requests() -> Vec<ContextRequest> {
         current: None,
         escape: true,
         query: None,
+        summary: None,
     };
     vec![
         with(Format::Transcript, PolicyOverrides::default()),

@@ -148,3 +148,59 @@ async fn fork_and_retry_keep_the_old_path_and_the_tenants_apart() {
     let listed = engine.store().forks("a", &id).await.expect("forks");
     assert_eq!(listed.len(), 2, "b made no fork of a's conversation");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_conversation_summarises_for_its_tenant_only() {
+    let server = replies().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = dir.path().join("recall.db").display().to_string();
+    let engine = Engine::open(&url, Limits::default()).await.expect("open");
+    let a = RecallMcp::new(engine.clone(), "a")
+        .expect("server")
+        .with_backend(Some(backend(&server)));
+    let b = RecallMcp::new(engine.clone(), "b")
+        .expect("server")
+        .with_backend(Some(backend(&server)));
+    let conv = call(&a, "create_conversation", json!({}))
+        .await
+        .expect("created");
+    let id = conv["id"].as_str().expect("id").to_string();
+    for i in 0..40 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let content = format!("message {i}: {}", "a few words of filler ".repeat(5));
+        call(
+            &a,
+            "append_message",
+            json!({"conversation_id": id, "role": role, "content": content}),
+        )
+        .await
+        .expect("append");
+    }
+    let policy = json!({"max_tokens": 700, "trim": "stable", "summary_tokens": 200});
+    let mut args = policy.clone();
+    args["conversation_id"] = json!(id);
+    let done = call(&a, "compact_conversation", args.clone())
+        .await
+        .expect("compacted");
+    assert_eq!(done["status"], "compacted");
+    assert_eq!(done["calls"], 1);
+    assert_eq!(done["summary"]["from_seq"], 1);
+    assert!(done["summary"]["text"]
+        .as_str()
+        .expect("text")
+        .starts_with("Reply number"));
+    // The context carries it with `summarize`.
+    let mut ctx_args = args.clone();
+    ctx_args["summarize"] = json!(true);
+    let ctx = call(&a, "get_context", ctx_args).await.expect("context");
+    assert_eq!(ctx["stats"]["summary"]["to_seq"], done["summary"]["to_seq"]);
+    assert!(ctx["prompt"]
+        .as_str()
+        .expect("transcript")
+        .starts_with("<conversation_summary>\n"));
+    // Another tenant's conversation is not found, and nothing is called for it.
+    let calls = server.requests().len();
+    let err = call(&b, "compact_conversation", args).await.unwrap_err();
+    assert!(err.contains("not found"), "{err}");
+    assert_eq!(server.requests().len(), calls);
+}

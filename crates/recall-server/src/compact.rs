@@ -108,8 +108,8 @@ pub async fn compact(
     RawBody(body): RawBody,
 ) -> Result<Json<CompactResponse>, ApiError> {
     let b: CompactBody = crate::routes::optional_json(&body)?;
-    // The named backend, else the engine's summariser (`recall serve --summary-backend`),
-    // else the server's first chat backend.
+    // The named backend, else the engine's summariser (`recall serve` makes its first chat
+    // backend the summariser), else the server's first chat backend.
     let (name, backend, default_model) = match (b.backend.as_deref(), state.engine().summarizer()) {
         (None, Some((backend, model))) => (backend.name().to_string(), backend, model),
         (name, _) => {

@@ -331,7 +331,6 @@ pub trait Store: Send + Sync {
         vector: &[f32],
     ) -> Result<RecallHits, StoreError>;
 
-    /// Stores an API key (its hash) for a tenant.
     /// Tenant `tenant`'s conversation `id`: its newest committed summary that ends before seq
     /// `before` (what a context whose window starts at `before` carries).
     async fn summary_before(
@@ -379,6 +378,7 @@ pub trait Store: Send + Sync {
         new: NewSummary,
     ) -> Result<StoredSummary, StoreError>;
 
+    /// Stores an API key (its hash) for a tenant.
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
 
     /// The tenant of the unrevoked key whose SHA-256 (lower-case hex) is `key_sha256`.

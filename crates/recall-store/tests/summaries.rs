@@ -151,6 +151,47 @@ async fn versions_and_lease(s: &dyn Store) {
     assert!(s.summaries(T, &id, 10).await.unwrap().is_empty());
     // Deleting the conversation takes its lease with it.
     s.delete_conversation(T, &id, false).await.unwrap();
+
+    // A fork's summaries may cover its parent's messages: redacting one of those drops them,
+    // and clearing the fork drops them all.
+    let parent = conversation_of(s, 30).await;
+    let fork = s
+        .fork_conversation(T, &parent, 20, recall_store::NewFork::default())
+        .await
+        .unwrap()
+        .id;
+    s.append(
+        T,
+        &fork,
+        vec![NewMessage::complete(Message::text(
+            Role::User,
+            "on the fork",
+        ))],
+    )
+    .await
+    .unwrap();
+    assert!(s.take_compaction_lease(T, &fork, "f", far()).await.unwrap());
+    s.commit_summary(T, &fork, "f", summary(1, 8, "early", None))
+        .await
+        .unwrap();
+    s.commit_summary(T, &fork, "f", summary(1, 16, "later", Some(1)))
+        .await
+        .unwrap();
+    s.redact_message(T, &parent, 12).await.unwrap();
+    let left: Vec<i64> = s
+        .summaries(T, &fork, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|x| x.version)
+        .collect();
+    assert_eq!(
+        left,
+        [1],
+        "the version covering the redacted message is gone"
+    );
+    s.clear_conversation(T, &fork).await.unwrap();
+    assert!(s.summaries(T, &fork, 10).await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,7 +19,7 @@ pub async fn run(a: CompactArgs) -> anyhow::Result<ExitCode> {
         overrides: a.limits.clone(),
         model: a.llm.model.clone(),
         max_input_tokens: a.max_input_tokens.max(1),
-        ..CompactOptions::default()
+        lease: std::time::Duration::from_secs(a.lease_secs.max(1)),
     };
     // Ctrl-C stops the summariser call under way; nothing of it is committed.
     let cancel = CancellationToken::new();

@@ -46,6 +46,7 @@ TOOLS = {
     "search_history",
     "fork_conversation",
     "retry_turn",
+    "compact_conversation",
 }
 HEADER = "💬 CONVERSATION HISTORY (Context leading to this task):\n"
 

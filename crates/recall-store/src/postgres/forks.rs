@@ -357,6 +357,12 @@ impl PgStore {
                 q = q.bind(d);
             }
             q.execute(&mut *tx).await?;
+            // A summary stands for the message as it was.
+            sqlx::query(crate::summaries::DROP_SUMMARIES_FROM)
+                .bind(c)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(())

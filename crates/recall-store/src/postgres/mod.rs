@@ -242,10 +242,9 @@ impl Store for PgStore {
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        sqlx::query(DELETE_STABLE_WINDOWS)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        for sql in [DELETE_STABLE_WINDOWS, crate::summaries::DROP_SUMMARIES] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
         Self::save_running(&mut tx, id, &Running::cleared(r.last_seq)).await?;
         tx.commit().await?;
         Ok(removed)
