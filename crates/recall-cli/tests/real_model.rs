@@ -476,3 +476,122 @@ fn recall_embed_prints_model_dimension_and_a_unit_vector() {
         assert!((norm - 1.0).abs() < 1e-4, "{norm}");
     }
 }
+
+/// The summary run of issue 22: a 300-message conversation whose third message states a fact
+/// is compacted by the local model (in calls its 4,096-token context holds), and a question
+/// about that fact, far older than the window, is answered from the summary; the same
+/// conversation without a summary cannot answer it.
+#[test]
+fn the_real_model_compacts_and_answers_from_the_summary() {
+    let _one = MODEL.blocking_lock();
+    let Some(model) = local_model() else {
+        return;
+    };
+    let env = env();
+    let activities = [
+        "went for a run by the river",
+        "cooked lentil soup",
+        "fixed the bathroom tap",
+        "read a chapter of a novel",
+        "watered the tomatoes",
+        "cleaned the kitchen",
+        "called my old school friend",
+        "worked late on a report",
+        "walked to the market",
+        "painted the fence",
+    ];
+    let mut lines = Vec::new();
+    for i in 1..=300usize {
+        let (role, text) = match i {
+            1 => ("user", "Hi! I want to keep a diary with you.".to_string()),
+            2 => (
+                "assistant",
+                "Happy to. Tell me about your days.".to_string(),
+            ),
+            3 => ("user", TURN_1.to_string()),
+            4 => (
+                "assistant",
+                "How kind of you to help her settle in.".to_string(),
+            ),
+            _ if i % 2 == 1 => (
+                "user",
+                format!(
+                    "Day {}: I {}.",
+                    i / 2,
+                    activities[(i / 2) % activities.len()]
+                ),
+            ),
+            _ => ("assistant", "Noted.".to_string()),
+        };
+        lines.push(serde_json::json!({"role": role, "content": text}).to_string());
+    }
+    let file = env.home.join("diary.jsonl");
+    std::fs::write(&file, lines.join("\n")).expect("write");
+    let import = |env: &Env| -> String {
+        let out = recall(env)
+            .arg("import")
+            .arg(&file)
+            .output()
+            .expect("import");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let id = import(&env);
+    let policy = [
+        "--max-tokens",
+        "1000",
+        "--trim",
+        "stable",
+        "--summary-tokens",
+        "400",
+    ];
+
+    let t = Instant::now();
+    let out = recall(&env)
+        .env("OPENAI_BASE_URL", &model.base_url)
+        .args(["compact", &id, "--backend", "openai", "--json"])
+        .args(["--max-input-tokens", "1200"])
+        .args(policy)
+        .timeout(Duration::from_secs(900))
+        .output()
+        .expect("run recall compact");
+    let secs = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "recall compact failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let summary = &report["summary"];
+    eprintln!(
+        "compacted messages {} to {} in {} calls, {secs:.1} s; {} tokens:\n{}",
+        summary["from_seq"],
+        summary["to_seq"],
+        report["calls"],
+        summary["tokens"]["o200k"],
+        summary["text"].as_str().unwrap_or("")
+    );
+    assert_eq!(report["status"], "compacted");
+    assert!(
+        summary["to_seq"].as_i64().expect("to_seq") > 200,
+        "{report}"
+    );
+
+    let question = "What is the name of my sister's dog?";
+    let mut with = policy.to_vec();
+    with.push("--summarize");
+    let (r, s) = chat(&env, &model, &id, question, &with);
+    eprintln!("with the summary ({s:.1} s): {r}");
+    assert!(
+        r.to_lowercase().contains(FACT),
+        "the summary should carry the dog's name: {r:?}"
+    );
+    // The same conversation, never compacted: the window alone cannot answer.
+    let bare = import(&env);
+    let (r_bare, s_bare) = chat(&env, &model, &bare, question, &policy);
+    eprintln!("without a summary ({s_bare:.1} s): {r_bare}");
+    assert!(
+        !r_bare.to_lowercase().contains(FACT),
+        "without a summary the fact is not sent, yet the reply names it: {r_bare:?}"
+    );
+}

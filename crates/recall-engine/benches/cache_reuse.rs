@@ -21,9 +21,17 @@
 //!   jumps every few turns, and a jump shares nothing.
 //!
 //! Rows: stable windows without recall (`max_tokens` 3,000, the window recall leaves), stable
-//! windows with `recall_tokens` 1,000 of 4,000, and sliding windows with recall (for contrast:
-//! a sliding window moves every turn). Acceptance (issue 21): stable windows with recall
-//! reuse at least 0.8 on the stable-window workload.
+//! windows with `recall_tokens` 1,000 of 4,000, sliding windows with recall (for contrast:
+//! a sliding window moves every turn), and stable windows with summaries (`summary_tokens`
+//! 1,000 of 4,000). Acceptance: stable windows with recall (issue 21) and with summaries
+//! (issue 22) reuse at least 0.8 on the stable-window workload.
+//!
+//! Summaries are compacted as `recall chat`/`recall serve` do: after a turn whose window
+//! starts past the summary in force, the next request carries the new one. The summariser is
+//! simulated (its text: the newest 2,000 characters of what it summarised, about 450 tokens,
+//! so the bytes change when, and only when, a new version is committed); its calls and tokens
+//! per 1,000 appended messages are counted as the engine would make them (calls of at most
+//! 6,000 tokens of messages, `compaction_chunks`), and printed as the cost table.
 //!
 //! Run: `cargo bench -p recall-engine --bench cache_reuse`
 // Bench code: a panic is how it fails.
@@ -47,29 +55,45 @@ struct Row {
     name: &'static str,
     max_tokens: u32,
     recall_tokens: Option<u32>,
+    summary_tokens: Option<u32>,
     trim: TrimMode,
 }
 
-const ROWS: [Row; 3] = [
+const ROWS: [Row; 4] = [
     Row {
         name: "stable, no recall (max_tokens 3000)",
         max_tokens: 3_000,
         recall_tokens: None,
+        summary_tokens: None,
         trim: TrimMode::Stable,
     },
     Row {
         name: "stable, recall_tokens 1000 of 4000",
         max_tokens: 4_000,
         recall_tokens: Some(1_000),
+        summary_tokens: None,
         trim: TrimMode::Stable,
     },
     Row {
         name: "sliding, recall_tokens 1000 of 4000",
         max_tokens: 4_000,
         recall_tokens: Some(1_000),
+        summary_tokens: None,
         trim: TrimMode::Sliding,
     },
+    Row {
+        name: "stable, summary_tokens 1000 of 4000",
+        max_tokens: 4_000,
+        recall_tokens: None,
+        summary_tokens: Some(1_000),
+        trim: TrimMode::Stable,
+    },
 ];
+
+/// Summariser calls' input allowance per call (the engine's default `max_input_tokens`).
+const MAX_INPUT_TOKENS: u64 = 6_000;
+/// What the summariser's prompt adds to the messages: its system prompt and instructions.
+const PROMPT_OVERHEAD_TOKENS: u64 = 200;
 
 fn text_of(p: &Prompt) -> String {
     match p {
@@ -82,13 +106,18 @@ fn common_prefix(a: &str, b: &str) -> usize {
     a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }
 
-/// Sums over one conversation: shared bytes, request bytes, turns, turns that recalled.
+/// Sums over one conversation: shared bytes, request bytes, turns, turns that recalled; and
+/// for summaries, the summariser's calls, input and output tokens, and the messages appended.
 #[derive(Default, Clone, Copy)]
 struct Sums {
     shared: usize,
     total: usize,
     turns: usize,
     recalled: usize,
+    calls: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    appended: u64,
 }
 
 impl Sums {
@@ -97,12 +126,21 @@ impl Sums {
         self.total += o.total;
         self.turns += o.turns;
         self.recalled += o.recalled;
+        self.calls += o.calls;
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.appended += o.appended;
     }
 }
 
 fn reuse(messages: &[InputMessage], row: &Row, format: Format) -> Sums {
-    let mut sums = Sums::default();
+    let mut sums = Sums {
+        appended: messages.len() as u64,
+        ..Sums::default()
+    };
     let mut previous: Option<String> = None;
+    // The committed summary: the index it ends at and its text.
+    let mut summary: Option<(usize, String)> = None;
     for end in 1..=messages.len() {
         let last = &messages[end - 1].message;
         // A request is sent when the history ends with a user message that has text (not a
@@ -120,12 +158,18 @@ fn reuse(messages: &[InputMessage], row: &Row, format: Format) -> Sums {
             overrides: PolicyOverrides {
                 max_tokens: Some(Count::from(row.max_tokens)),
                 recall_tokens: row.recall_tokens.map(Count::from),
+                summarize: row.summary_tokens.map(|_| true),
+                summary_tokens: row.summary_tokens.map(Count::from),
                 trim: Some(row.trim),
                 ..PolicyOverrides::default()
             },
+            summary: summary.as_ref().map(|(_, t)| t.clone()),
             ..ContextRequest::new(format)
         };
         let out = build_context(&conv, &req).expect("context");
+        if let Some(budget) = row.summary_tokens {
+            compact_after(&mut summary, &mut sums, messages, &out, u64::from(budget));
+        }
         let text = text_of(&out.prompt);
         if end > FIRST_TURN {
             if let Some(prev) = &previous {
@@ -139,6 +183,60 @@ fn reuse(messages: &[InputMessage], row: &Row, format: Format) -> Sums {
         previous = Some(text);
     }
     sums
+}
+
+/// After a turn: when its window starts past the summary in force, the summariser writes the
+/// next one (from that summary and the messages in between, in calls of at most
+/// [`MAX_INPUT_TOKENS`]), as `Engine::compact_conversation` does.
+fn compact_after(
+    summary: &mut Option<(usize, String)>,
+    sums: &mut Sums,
+    messages: &[InputMessage],
+    out: &recall_core::ContextOutput,
+    budget: u64,
+) {
+    use recall_core::tokens::TokenCounter;
+    let Some(first) = out.kept.first().map(|k| k.index) else {
+        return;
+    };
+    let from = summary.as_ref().map_or(0, |(to, _)| to + 1);
+    if out.stats.dropped == 0 || first <= from {
+        return;
+    }
+    let counter = recall_core::tokens::Tokenizer::O200k;
+    let costs: Vec<(i64, u64)> = (from..first)
+        .map(|i| {
+            let t = recall_core::extract::measured_text(&messages[i].message);
+            (i as i64, counter.count(&t) as u64)
+        })
+        .collect();
+    let mut previous_tokens = summary.as_ref().map_or(0, |(_, t)| counter.count(t) as u64);
+    let mut start = 0;
+    for end in recall_core::summary::compaction_chunks(&costs, MAX_INPUT_TOKENS) {
+        let chunk: u64 = costs
+            .iter()
+            .filter(|(i, _)| *i as usize >= from + start && *i <= end)
+            .map(|(_, t)| t)
+            .sum();
+        let all: String = messages[..=end as usize]
+            .iter()
+            .map(|m| recall_core::extract::measured_text(&m.message))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cut = all.len().saturating_sub(2_000);
+        let cut = (cut..all.len())
+            .find(|&i| all.is_char_boundary(i))
+            .unwrap_or(0);
+        let text = all[cut..].to_string();
+        let out_tokens = counter.count(&text) as u64;
+        assert!(out_tokens < budget, "the simulated summary fits");
+        sums.calls += 1;
+        sums.input_tokens += previous_tokens + chunk + PROMPT_OVERHEAD_TOKENS;
+        sums.output_tokens += out_tokens;
+        previous_tokens = out_tokens;
+        start = end as usize + 1 - from;
+        *summary = Some((end as usize, text));
+    }
 }
 
 fn input(messages: Vec<Message>) -> Vec<InputMessage> {
@@ -157,6 +255,7 @@ fn table(name: &str, conversations: &[Vec<InputMessage>]) {
         formats.map(|f| f.to_string()).join(" | ")
     );
     println!("|---|{}---:|", "---:|".repeat(formats.len()));
+    let mut costs: Vec<String> = Vec::new();
     for row in &ROWS {
         let mut cells = Vec::new();
         let mut recalling = String::new();
@@ -165,6 +264,16 @@ fn table(name: &str, conversations: &[Vec<InputMessage>]) {
             for c in conversations {
                 all.add(reuse(c, row, f));
             }
+            if row.summary_tokens.is_some() && f == Format::Anthropic {
+                let per = |x: u64| x as f64 * 1000.0 / all.appended.max(1) as f64;
+                costs.push(format!(
+                    "| {} | {:.1} | {:.0} | {:.0} |",
+                    row.name,
+                    per(all.calls),
+                    per(all.input_tokens),
+                    per(all.output_tokens)
+                ));
+            }
             cells.push(format!(
                 "{:.3}",
                 all.shared as f64 / all.total.max(1) as f64
@@ -172,6 +281,13 @@ fn table(name: &str, conversations: &[Vec<InputMessage>]) {
             recalling = format!("{} of {}", all.recalled, all.turns);
         }
         println!("| {} | {} | {recalling} |", row.name, cells.join(" | "));
+    }
+    println!();
+    println!("Summariser cost per 1,000 appended messages:\n");
+    println!("| window | calls | input tokens | output tokens |");
+    println!("|---|---:|---:|---:|");
+    for c in costs {
+        println!("{c}");
     }
     println!();
 }

@@ -110,6 +110,40 @@ impl Engine {
             .map(|s| (s.backend.clone(), s.model.clone()))
     }
 
+    /// The summary a context of conversation `conv` whose window starts at seq `before`
+    /// carries: its own newest version ending before `before`, else (for a fork) its parent's
+    /// newest ending at or before the fork point, and so on up the chain. A parent's version
+    /// stands for messages the fork reads unchanged (redacting one drops it), so a retry or an
+    /// edit keeps the summary its conversation had.
+    pub async fn summary_in_force(
+        &self,
+        tenant: &str,
+        conv: &recall_store::Conversation,
+        before: i64,
+    ) -> Result<Option<StoredSummary>, EngineError> {
+        if let Some(s) = self.store.summary_before(tenant, &conv.id, before).await? {
+            return Ok(Some(s));
+        }
+        let mut link = conv.forked_from.clone();
+        let mut before = before;
+        while let Some(f) = link {
+            before = before.min(f.seq + 1);
+            if let Some(s) = self
+                .store
+                .summary_before(tenant, &f.conversation_id, before)
+                .await?
+            {
+                return Ok(Some(s));
+            }
+            link = self
+                .store
+                .get_conversation(tenant, &f.conversation_id)
+                .await?
+                .forked_from;
+        }
+        Ok(None)
+    }
+
     /// The conversation's summary versions, newest first (at most `limit`).
     pub async fn summaries(
         &self,
@@ -217,8 +251,10 @@ impl Engine {
         report: &mut CompactReport,
         cancel: CancellationToken,
     ) -> Result<(), EngineError> {
-        // Read under the lease: what another summariser committed before it is the base.
-        let mut base = self.store.summary_before(tenant, id, target + 1).await?;
+        // Read under the lease: what another summariser committed before it is the base (on
+        // a fork with none of its own yet, its parent's).
+        let conv = self.store.get_conversation(tenant, id).await?;
+        let mut base = self.summary_in_force(tenant, &conv, target + 1).await?;
         let mut after_version = self
             .store
             .summaries(tenant, id, 1)
@@ -405,7 +441,8 @@ async fn summarise(
         system: Some(SUMMARIZER_SYSTEM.to_string()),
         messages: vec![Message::text(Role::User, prompt)],
         model: opts.model.clone(),
-        max_tokens: u32::try_from(summary_tokens).unwrap_or(u32::MAX),
+        // The frame's share stays free, so an answer of this length still fits.
+        max_tokens: u32::try_from(target_tokens(summary_tokens)).unwrap_or(u32::MAX),
     };
     let mut assembler = Assembler::new();
     match backend.stream(request, cancel).await {

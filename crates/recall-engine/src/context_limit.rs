@@ -158,7 +158,7 @@ impl Engine {
         let recalled = self.recall_for(tenant, id, &prepared).await?;
         let mut prepared = prepared;
         let summary = match prepared.summary_before() {
-            Some(before) => match self.store.summary_before(tenant, id, before).await? {
+            Some(before) => match self.summary_in_force(tenant, conv, before).await? {
                 Some(s) => {
                     // The stored count is of the escaped section; unescaped, count it.
                     let known = prepared

@@ -246,7 +246,7 @@ async fn rolling_summaries_cover_each_message_once() {
     let versions = f.engine.summaries(T, &id, 100).await.unwrap();
     let mut previous: Option<Summary> = None;
     for (i, req) in reqs.iter().enumerate() {
-        assert_eq!(req["max_tokens"], 400);
+        assert_eq!(req["max_tokens"], target_tokens(400));
         let seqs = seqs_in(&user_text(req));
         let expected = summarizer_prompt(previous.as_ref(), &cands(&seqs), target_tokens(400));
         assert_eq!(user_text(req), expected, "request {i}");
@@ -411,4 +411,39 @@ async fn chat_turns_compact_in_the_background() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles.last(), Some(&Role::User.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_carries_its_parents_summary_and_rolls_on_from_it() {
+    let f = Fixture::new().await;
+    let id = f.conversation(80).await;
+    let parent = f.compact(&id, &CompactOptions::default()).await.unwrap();
+    let parent_summary = parent.summary.unwrap();
+    // A fork at the newest message reads the same window: it carries the parent's summary.
+    let fork = f
+        .engine
+        .fork_conversation(T, &id, 80, None)
+        .await
+        .unwrap()
+        .id;
+    let mut req = ContextRequest::new(Format::Transcript);
+    req.format = None;
+    let ctx = f.engine.context(T, &fork, &req).await.unwrap();
+    assert_eq!(
+        ctx.stats.summary.map(|s| s.to_seq),
+        Some(parent_summary.to_seq)
+    );
+    // The fork grows; its compaction starts from the parent's summary, and commits its own.
+    f.append(&fork, 81, 100).await;
+    let calls_before = f.summariser_requests().len();
+    let r = f.compact(&fork, &CompactOptions::default()).await.unwrap();
+    assert_eq!(r.status, CompactStatus::Compacted);
+    let s = r.summary.unwrap();
+    assert_eq!((s.version, s.from_seq), (1, 1));
+    let first = &f.summariser_requests()[calls_before];
+    let prompt = user_text(first);
+    assert!(prompt.starts_with("The summary so far:"), "{prompt}");
+    assert_eq!(seqs_in(&prompt)[0], parent_summary.to_seq + 1);
+    // The parent is unchanged.
+    assert_eq!(f.engine.summaries(T, &id, 10).await.unwrap().len(), 1);
 }
