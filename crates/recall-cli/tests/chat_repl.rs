@@ -204,6 +204,13 @@ async fn the_repl_streams_clears_previews_trims_and_rejects_empty_input() {
         t.send("/stats");
         t.wait("the stats", long, |s| s.contains("4 messages"));
 
+        // /compact summarises what the window (the newest turn) left behind, with the
+        // chat's backend.
+        t.send("/compact");
+        t.wait("the compaction", long, |s| {
+            s.contains("Summarised messages 1 to 2 in 1 call(s): version 1")
+        });
+
         // clear empties the conversation.
         t.send("clear");
         t.wait("the clear confirmation", long, |s| {
@@ -228,9 +235,14 @@ async fn the_repl_streams_clears_previews_trims_and_rejects_empty_input() {
         assert!(!t.alive(), "/exit ends the REPL");
     });
     // The two turns reached the server with the system prompt and, for the second, only the
-    // newest turn (max-turns 1).
+    // newest turn (max-turns 1); then /compact's summariser call.
     let reqs = server.requests();
-    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(
+        reqs[2].json()["system"],
+        recall_core::summary::SUMMARIZER_SYSTEM,
+        "the third request is /compact's"
+    );
     let body = reqs[1].json();
     assert_eq!(body["messages"].as_array().map(Vec::len), Some(1), "{body}");
     assert_eq!(body["messages"][0]["content"], "Another question");
