@@ -397,8 +397,7 @@ async fn chat_turns_compact_in_the_background() {
         .requests()
         .iter()
         .map(Recorded::json)
-        .filter(|b| b["system"].as_str() != Some(SUMMARIZER_SYSTEM))
-        .last()
+        .rfind(|b| b["system"].as_str() != Some(SUMMARIZER_SYSTEM))
         .unwrap();
     assert!(last_chat["system"]
         .as_str()
