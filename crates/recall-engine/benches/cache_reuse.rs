@@ -207,7 +207,10 @@ fn compact_after(
     let costs: Vec<(i64, u64)> = (from..first)
         .map(|i| {
             let t = recall_core::extract::measured_text(&messages[i].message);
-            (i as i64, counter.count(&t) as u64)
+            (
+                i as i64,
+                counter.count(&t) as u64 + recall_core::summary::EXCERPT_OVERHEAD_TOKENS,
+            )
         })
         .collect();
     let mut previous_tokens = summary.as_ref().map_or(0, |(_, t)| counter.count(t) as u64);

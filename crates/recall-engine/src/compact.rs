@@ -20,7 +20,7 @@ use recall_core::policy::{Format, PolicyOverrides};
 use recall_core::recall::RecallCandidate;
 use recall_core::summary::{
     check_summary, compaction_chunks, render_summary, summarizer_prompt, target_tokens, Summary,
-    SUMMARIZER_SYSTEM,
+    EXCERPT_OVERHEAD_TOKENS, SUMMARIZER_SYSTEM,
 };
 use recall_core::tokens::{TokenCounter, Tokenizer};
 use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
@@ -44,7 +44,8 @@ pub struct CompactOptions {
     pub overrides: PolicyOverrides,
     /// The summariser's model; `None`: the backend's default.
     pub model: Option<String>,
-    /// The most tokens of new messages one summariser call is given.
+    /// The most tokens of new messages one summariser call is given (each message's own
+    /// tokens and its excerpt header, `EXCERPT_OVERHEAD_TOKENS`).
     pub max_input_tokens: u64,
     /// How long the lease lasts between renewals.
     pub lease: Duration,
@@ -282,7 +283,8 @@ impl Engine {
                     if m.message.role == Role::System {
                         continue;
                     }
-                    let tokens = u64::try_from(m.figures.tokens_o200k).unwrap_or(0);
+                    let tokens = u64::try_from(m.figures.tokens_o200k).unwrap_or(0)
+                        + EXCERPT_OVERHEAD_TOKENS;
                     pending.push((
                         RecallCandidate {
                             conversation_id: None,
