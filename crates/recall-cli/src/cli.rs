@@ -179,6 +179,13 @@ pub struct ServeArgs {
     /// Address to listen on [default: the config file's, else 127.0.0.1:8080].
     #[arg(long, value_name = "HOST:PORT")]
     pub addr: Option<String>,
+    /// The backend that writes summaries (after chat turns whose policy summarises, and for
+    /// `POST …/compact` naming none) [default: the first chat backend].
+    #[arg(long, value_name = "NAME")]
+    pub summary_backend: Option<String>,
+    /// The summariser's model [default: the summary backend's].
+    #[arg(long, value_name = "M")]
+    pub summary_model: Option<String>,
     /// Database: a SQLite file path or a postgres:// URL [default: the config file's, else
     /// recall.db in the user's data directory].
     #[arg(
@@ -585,6 +592,10 @@ pub struct ChatArgs {
     pub conversation: Option<String>,
     #[command(flatten)]
     pub llm: BackendArgs,
+    /// The model that writes summaries (/compact, and after turns with --summarize), on the
+    /// chat's backend [default: the chat's model].
+    #[arg(long, value_name = "M")]
+    pub summary_model: Option<String>,
     /// Most tokens per reply (API backends; the Claude Code CLI has no such flag).
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,

@@ -343,6 +343,7 @@ fn serve_flags_set_timeouts_and_the_connection_cap() {
         ("--header-timeout", "0"),
         ("--body-timeout", "100000"),
         ("--max-connections", "0"),
+        ("--summary-backend", "nope"),
     ] {
         recall(&db)
             .args(["serve", "--no-auth", "--addr", "127.0.0.1:0", flag, value])

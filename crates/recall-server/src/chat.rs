@@ -57,6 +57,14 @@ impl Backends {
         self.list.first().map(|(_, b)| b.clone())
     }
 
+    /// The backend named `name`, if this server has it.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Backend>> {
+        self.list
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.clone())
+    }
+
     /// The names, default first.
     pub fn names(&self) -> Vec<&str> {
         self.list.iter().map(|(n, _)| n.as_str()).collect()

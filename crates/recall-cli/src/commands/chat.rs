@@ -72,6 +72,10 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         // No earlier turn fits; the newest user message is always sent.
         overrides.max_turns = Some(Count::from(0));
     }
+    let summary_model = args
+        .summary_model
+        .clone()
+        .or_else(|| args.llm.model.clone());
     let session = Session {
         engine,
         tenant,
@@ -90,7 +94,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         session.engine = session
             .engine
             .clone()
-            .with_summarizer(session.backend.clone(), session.model.clone());
+            .with_summarizer(session.backend.clone(), summary_model.clone());
         repl(&mut session, history_file(&args)).await
     } else {
         one_turn(&session).await
@@ -407,7 +411,11 @@ async fn compact(s: &Session) -> anyhow::Result<String> {
     let opts = recall_engine::CompactOptions {
         format: Some(s.backend.context_format()),
         overrides: s.overrides.clone(),
-        model: s.model.clone(),
+        model: s
+            .engine
+            .summarizer()
+            .and_then(|(_, m)| m)
+            .or_else(|| s.model.clone()),
         ..recall_engine::CompactOptions::default()
     };
     let r = s

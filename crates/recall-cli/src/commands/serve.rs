@@ -97,10 +97,20 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .or(file.durability)
         .unwrap_or_default();
     let mut engine = db::open_with(Some(&url), config.limits.engine_limits(), durability).await?;
-    // The first chat backend also summarises: after the chat turns whose policy has
-    // `summarize` on and whose window moved, and for `POST …/compact` naming no backend.
-    if let Some(b) = config.backends.default_backend() {
-        engine = engine.with_summarizer(b, None);
+    // The summariser (--summary-backend, else the first chat backend): after the chat turns
+    // whose policy has `summarize` on and whose window moved, and for `POST …/compact`
+    // naming no backend.
+    let summariser = match a.summary_backend.as_deref() {
+        Some(name) => Some(config.backends.get(name).ok_or_else(|| {
+            bad_input(format!(
+                "--summary-backend {name}: this server has no such backend (it has: {})",
+                config.backends.names().join(", ")
+            ))
+        })?),
+        None => config.backends.default_backend(),
+    };
+    if let Some(b) = summariser {
+        engine = engine.with_summarizer(b, a.summary_model.clone());
     }
     let listener = recall_server::bind(addr, &config)
         .await
