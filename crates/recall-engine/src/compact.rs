@@ -197,13 +197,12 @@ impl Engine {
             return Ok(report);
         }
 
-        let holder = uuid::Uuid::now_v7().to_string();
-        let lease_ms = i64::try_from(opts.lease.as_millis()).unwrap_or(i64::MAX);
-        if !self
-            .store
-            .take_compaction_lease(tenant, id, &holder, now_ms() + lease_ms)
-            .await?
-        {
+        let lease = Lease {
+            holder: uuid::Uuid::now_v7().to_string(),
+            ms: i64::try_from(opts.lease.as_millis()).unwrap_or(i64::MAX),
+            upto: target,
+        };
+        if !lease.renew(self, tenant, id).await? {
             return Err(EngineError::Store(
                 recall_store::StoreError::CompactionBusy {
                     conversation: id.to_string(),
@@ -216,9 +215,7 @@ impl Engine {
                 id,
                 backend,
                 opts,
-                &holder,
-                lease_ms,
-                target,
+                &lease,
                 policy.summary_tokens,
                 policy.tokenizer,
                 &mut report,
@@ -229,14 +226,14 @@ impl Engine {
         // compaction until it expires.
         let _ = self
             .store
-            .release_compaction_lease(tenant, id, &holder)
+            .release_compaction_lease(tenant, id, &lease.holder)
             .await;
         run?;
         Ok(report)
     }
 
-    /// The work of [`Engine::compact_conversation`] once the lease is held: summarise the messages after
-    /// the summary in force through `target`.
+    /// The work of [`Engine::compact_conversation`] once the lease is held: summarise the
+    /// messages after the summary in force through `target`.
     #[allow(clippy::too_many_arguments)]
     async fn compact_held(
         &self,
@@ -244,14 +241,13 @@ impl Engine {
         id: &str,
         backend: &dyn Backend,
         opts: &CompactOptions,
-        holder: &str,
-        lease_ms: i64,
-        target: i64,
+        lease: &Lease,
         summary_tokens: u64,
         tokenizer: Tokenizer,
         report: &mut CompactReport,
         cancel: CancellationToken,
     ) -> Result<(), EngineError> {
+        let target = lease.upto;
         // Read under the lease: what another summariser committed before it is the base (on
         // a fork with none of its own yet, its parent's).
         let conv = self.store.get_conversation(tenant, id).await?;
@@ -263,10 +259,28 @@ impl Engine {
             .first()
             .map(|s| s.version);
         report.summary = base.clone();
+        // A base over this policy's summary_tokens (written under a larger bound) is not
+        // carried by its contexts: start over rather than roll it on.
+        if base
+            .as_ref()
+            .is_some_and(|b| b.tokens.get(tokenizer) > summary_tokens)
+        {
+            base = None;
+        }
         let mut next = base.as_ref().map_or(0, |s| s.to_seq);
         if next >= target {
             return Ok(());
         }
+        let commit = Commit {
+            engine: self,
+            tenant,
+            id,
+            lease,
+            backend: backend.name(),
+            model: opts.model.clone().unwrap_or_default(),
+            summary_tokens,
+            tokenizer,
+        };
         // Read the backlog page by page; summarise a call's worth whenever one is full.
         let mut pending: Vec<(RecallCandidate, u64)> = Vec::new();
         let mut done_reading = false;
@@ -311,20 +325,13 @@ impl Engine {
             for end in ends.into_iter().take(ready) {
                 let split = pending.iter().take_while(|(c, _)| c.seq <= end).count();
                 let chunk: Vec<RecallCandidate> = pending.drain(..split).map(|(c, _)| c).collect();
-                let Some(last) = chunk.last().map(|c| c.seq) else {
+                let Some(mut last) = chunk.last().map(|c| c.seq) else {
                     continue;
                 };
-                // Renew the lease for this call; losing it means another took over.
-                if !self
-                    .store
-                    .take_compaction_lease(tenant, id, holder, now_ms() + lease_ms)
-                    .await?
-                {
-                    return Err(EngineError::Store(
-                        recall_store::StoreError::CompactionBusy {
-                            conversation: id.to_string(),
-                        },
-                    ));
+                // The last call covers through the window start: system messages after its
+                // last message are in every system prompt, not in a summary.
+                if done_reading && pending.is_empty() {
+                    last = last.max(target);
                 }
                 let previous = base.as_ref().map(|s| Summary {
                     from_seq: s.from_seq,
@@ -336,48 +343,94 @@ impl Engine {
                     .map_or_else(|| chunk.first().map_or(1, |c| c.seq), |p| p.from_seq);
                 let prompt =
                     summarizer_prompt(previous.as_ref(), &chunk, target_tokens(summary_tokens));
-                let (text, usage) =
-                    summarise(backend, opts, prompt, summary_tokens, cancel.clone()).await?;
+                let (text, usage) = self
+                    .summarise_held(
+                        backend,
+                        opts,
+                        lease,
+                        tenant,
+                        id,
+                        prompt,
+                        summary_tokens,
+                        &cancel,
+                    )
+                    .await?;
                 report.calls += 1;
                 report.input_tokens += usage.input_tokens.unwrap_or(0);
                 report.output_tokens += usage.output_tokens.unwrap_or(0);
-                let text = text.trim().to_string();
-                let summary = Summary {
-                    from_seq: from,
-                    to_seq: last,
-                    text: text.clone(),
-                };
-                let section = render_summary(&summary, true);
-                let tokens = SummaryTokens {
-                    o200k: Tokenizer::O200k.count(&section) as u64,
-                    cl100k: Tokenizer::Cl100k.count(&section) as u64,
-                    chars4: Tokenizer::Chars4.count(&section) as u64,
-                };
-                check_summary(&text, tokens.get(tokenizer), summary_tokens)?;
-                let stored = self
-                    .store
-                    .commit_summary(
-                        tenant,
-                        id,
-                        holder,
-                        NewSummary {
-                            from_seq: from,
-                            to_seq: last,
-                            text,
-                            tokens,
-                            backend: backend.name().to_string(),
-                            model: opts.model.clone().unwrap_or_default(),
-                            after_version,
-                        },
-                    )
-                    .await?;
+                let stored = commit.version(from, last, text, after_version).await?;
                 after_version = Some(stored.version);
                 report.status = CompactStatus::Compacted;
                 report.summary = Some(stored.clone());
                 base = Some(stored);
             }
         }
+        // Only system messages between the summary in force and the window: the same text
+        // now covers through the window start, with no call.
+        if let Some(b) = base
+            .as_ref()
+            .filter(|b| report.calls == 0 && b.to_seq < target)
+        {
+            let stored = commit
+                .version(b.from_seq, target, b.text.clone(), after_version)
+                .await?;
+            report.status = CompactStatus::Compacted;
+            report.summary = Some(stored);
+        }
         Ok(())
+    }
+
+    /// One summariser call while holding `lease`: renewed before the call and every third of
+    /// its duration during it; the call is stopped when it is lost (another summariser took
+    /// over, or a redaction or a clear reached what it reads).
+    #[allow(clippy::too_many_arguments)]
+    async fn summarise_held(
+        &self,
+        backend: &dyn Backend,
+        opts: &CompactOptions,
+        lease: &Lease,
+        tenant: &str,
+        id: &str,
+        prompt: String,
+        summary_tokens: u64,
+        cancel: &CancellationToken,
+    ) -> Result<(String, Usage), EngineError> {
+        let busy = || {
+            EngineError::Store(recall_store::StoreError::CompactionBusy {
+                conversation: id.to_string(),
+            })
+        };
+        if !lease.renew(self, tenant, id).await? {
+            return Err(busy());
+        }
+        let call = cancel.child_token();
+        let lost = CancellationToken::new();
+        let renewer = {
+            let (engine, lease, tenant, id) = (
+                self.clone(),
+                lease.clone(),
+                tenant.to_string(),
+                id.to_string(),
+            );
+            let (call, lost) = (call.clone(), lost.clone());
+            let every = Duration::from_millis(u64::try_from(lease.ms / 3).unwrap_or(1).max(1));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    if !matches!(lease.renew(&engine, &tenant, &id).await, Ok(true)) {
+                        lost.cancel();
+                        call.cancel();
+                        break;
+                    }
+                }
+            })
+        };
+        let result = summarise(backend, opts, prompt, summary_tokens, call).await;
+        renewer.abort();
+        if lost.is_cancelled() {
+            return Err(busy());
+        }
+        result
     }
 
     /// After a chat turn: starts a compaction in its own task when the engine has a
@@ -420,6 +473,90 @@ impl Engine {
                 )
                 .await;
         });
+    }
+}
+
+/// A compaction's hold on its conversation: who holds it, for how long at a time, and the
+/// last message its summariser reads.
+#[derive(Clone)]
+struct Lease {
+    holder: String,
+    ms: i64,
+    upto: i64,
+}
+
+impl Lease {
+    /// Takes or renews it; `false` when another holder has it (or a redaction or a clear took
+    /// it away).
+    async fn renew(&self, engine: &Engine, tenant: &str, id: &str) -> Result<bool, EngineError> {
+        Ok(engine
+            .store
+            .take_compaction_lease(
+                tenant,
+                id,
+                &self.holder,
+                now_ms().saturating_add(self.ms),
+                self.upto,
+            )
+            .await?)
+    }
+}
+
+/// What committing a version needs besides its range and text.
+struct Commit<'a> {
+    engine: &'a Engine,
+    tenant: &'a str,
+    id: &'a str,
+    lease: &'a Lease,
+    backend: &'static str,
+    model: String,
+    summary_tokens: u64,
+    tokenizer: Tokenizer,
+}
+
+impl Commit<'_> {
+    /// Checks `text` (not empty, its section within `summary_tokens`) and commits it as the
+    /// version covering `from..=to`, written from version `after`.
+    async fn version(
+        &self,
+        from: i64,
+        to: i64,
+        text: String,
+        after: Option<i64>,
+    ) -> Result<StoredSummary, EngineError> {
+        let text = text.trim().to_string();
+        let section = render_summary(
+            &Summary {
+                from_seq: from,
+                to_seq: to,
+                text: text.clone(),
+            },
+            true,
+        );
+        let tokens = SummaryTokens {
+            o200k: Tokenizer::O200k.count(&section) as u64,
+            cl100k: Tokenizer::Cl100k.count(&section) as u64,
+            chars4: Tokenizer::Chars4.count(&section) as u64,
+        };
+        check_summary(&text, tokens.get(self.tokenizer), self.summary_tokens)?;
+        Ok(self
+            .engine
+            .store
+            .commit_summary(
+                self.tenant,
+                self.id,
+                &self.lease.holder,
+                NewSummary {
+                    from_seq: from,
+                    to_seq: to,
+                    text,
+                    tokens,
+                    backend: self.backend.to_string(),
+                    model: self.model.clone(),
+                    after_version: after,
+                },
+            )
+            .await?)
     }
 }
 

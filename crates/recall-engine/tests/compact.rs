@@ -334,7 +334,7 @@ async fn a_second_summariser_is_kept_out() {
     assert!(f
         .engine
         .store()
-        .take_compaction_lease(T, &id, "someone-else", far)
+        .take_compaction_lease(T, &id, "someone-else", far, i64::MAX)
         .await
         .unwrap());
     let e = f
@@ -445,4 +445,47 @@ async fn a_fork_carries_its_parents_summary_and_rolls_on_from_it() {
     assert_eq!(seqs_in(&prompt)[0], parent_summary.to_seq + 1);
     // The parent is unchanged.
     assert_eq!(f.engine.summaries(T, &id, 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_over_a_smaller_bound_is_written_again() {
+    let f = Fixture::new().await;
+    let id = f.conversation(200).await;
+    let big = f.compact(&id, &CompactOptions::default()).await.unwrap();
+    let big = big.summary.unwrap();
+    // The same 600-token window with a 150-token summary share: the stored version is too
+    // large for it, so its contexts leave it out with a warning...
+    let small: recall_core::policy::PolicyOverrides =
+        serde_json::from_value(json!({"max_tokens": 750, "summary_tokens": 150})).unwrap();
+    let mut req = ContextRequest::new(Format::Transcript);
+    req.format = None;
+    req.overrides = small.clone();
+    let ctx = f.engine.context(T, &id, &req).await.unwrap();
+    assert!(big.tokens.o200k > 150, "{}", big.tokens.o200k);
+    assert!(ctx.stats.summary.is_none());
+    assert!(ctx
+        .stats
+        .warnings
+        .iter()
+        .any(|w| w.contains("over summary_tokens (150)")));
+    // ...and compacting under it writes a summary of its own, from the start.
+    f.mode.store(OK, Ordering::SeqCst);
+    let calls = f.summariser_requests().len();
+    let opts = CompactOptions {
+        overrides: small,
+        ..CompactOptions::default()
+    };
+    let r = f.compact(&id, &opts).await;
+    let first = f.summariser_requests()[calls].clone();
+    assert!(user_text(&first).starts_with("There is no summary yet"));
+    match r {
+        Ok(r) => {
+            let s = r.summary.unwrap();
+            assert!(s.tokens.o200k <= 150);
+            let ctx = f.engine.context(T, &id, &req).await.unwrap();
+            assert_eq!(ctx.stats.summary.map(|x| x.to_seq), Some(s.to_seq));
+        }
+        // The fake's answer may not fit 150 tokens: then it is refused, as any would be.
+        Err(e) => assert!(e.to_string().contains("over summary_tokens (150)"), "{e}"),
+    }
 }

@@ -164,7 +164,7 @@ async fn compact_route(db: Backend) {
     assert!(s
         .engine
         .store()
-        .take_compaction_lease(tenant, &id, "elsewhere", far)
+        .take_compaction_lease(tenant, &id, "elsewhere", far, i64::MAX)
         .await
         .unwrap());
     let r = s.post(&path, &s.key_a, json!({})).await;

@@ -349,7 +349,9 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<StoredSummary>, StoreError>;
 
     /// Takes (or, for the same `holder`, renews) the conversation's compaction lease until
-    /// `expires_at` (milliseconds since the Unix epoch). `false`: another holder's lease has
+    /// `expires_at` (milliseconds since the Unix epoch), for a summariser reading messages up
+    /// to `upto_seq`: a redaction, clear or deletion of such a message deletes the lease, so
+    /// the summary written from it cannot be committed. `false`: another holder's lease has
     /// not expired. Another tenant's conversation is not found.
     async fn take_compaction_lease(
         &self,
@@ -357,6 +359,7 @@ pub trait Store: Send + Sync {
         id: &str,
         holder: &str,
         expires_at: i64,
+        upto_seq: i64,
     ) -> Result<bool, StoreError>;
 
     /// Gives the lease up (nothing when `holder` does not hold it).

@@ -77,13 +77,14 @@ pub(crate) fn list_summaries_sql() -> String {
     )
 }
 
-/// Takes the lease of tenant `$2`'s conversation `$1` for holder `$3` until `$4`, unless
-/// another holder's lease is live at `$5` (renews the holder's own). One row changed: taken.
+/// Takes the lease of tenant `$2`'s conversation `$1` for holder `$3` until `$4`, reading
+/// messages up to `$6`, unless another holder's lease is live at `$5` (renews the holder's
+/// own). One row changed: taken.
 pub(crate) const TAKE_LEASE: &str = "INSERT INTO compaction_leases (conversation_id, holder, \
-     expires_at) SELECT $1, $3, $4 WHERE EXISTS (SELECT 1 FROM conversations WHERE id = $1 \
-     AND tenant = $2) ON CONFLICT (conversation_id) DO UPDATE SET holder = excluded.holder, \
-     expires_at = excluded.expires_at WHERE compaction_leases.holder = excluded.holder \
-     OR compaction_leases.expires_at < $5";
+     expires_at, upto_seq) SELECT $1, $3, $4, $6 WHERE EXISTS (SELECT 1 FROM conversations \
+     WHERE id = $1 AND tenant = $2) ON CONFLICT (conversation_id) DO UPDATE SET \
+     holder = excluded.holder, expires_at = excluded.expires_at, upto_seq = excluded.upto_seq \
+     WHERE compaction_leases.holder = excluded.holder OR compaction_leases.expires_at < $5";
 
 /// Gives up holder `$2`'s lease of conversation `$1`.
 pub(crate) const RELEASE_LEASE: &str =
@@ -106,6 +107,15 @@ pub(crate) const DROP_SUMMARIES_FROM: &str =
 /// Drops every version of conversation `$1` (a clear: a fork's versions may end inside its
 /// parent's part, which its clear does not delete).
 pub(crate) const DROP_SUMMARIES: &str = "DELETE FROM summaries WHERE conversation_id = $1";
+
+/// Deletes the lease of a summariser of conversation `$1` reading seq `$2` (what a redaction
+/// does to every conversation that reads the message, before it drops their versions: the
+/// summariser's commit then fails).
+pub(crate) const DROP_LEASE_FROM: &str =
+    "DELETE FROM compaction_leases WHERE conversation_id = $1 AND upto_seq >= $2";
+
+/// Deletes conversation `$1`'s lease (a clear).
+pub(crate) const DROP_LEASE: &str = "DELETE FROM compaction_leases WHERE conversation_id = $1";
 
 /// Inserts a version.
 pub(crate) const INSERT_SUMMARY: &str = "INSERT INTO summaries (conversation_id, version, \

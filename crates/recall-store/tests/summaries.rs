@@ -63,10 +63,19 @@ async fn versions_and_lease(s: &dyn Store) {
         .unwrap_err();
     assert!(matches!(e, StoreError::CompactionBusy { .. }), "{e}");
 
-    assert!(s.take_compaction_lease(T, &id, "a", far()).await.unwrap());
+    assert!(s
+        .take_compaction_lease(T, &id, "a", far(), 1_000)
+        .await
+        .unwrap());
     // Another holder is kept out while it is live; the holder renews its own.
-    assert!(!s.take_compaction_lease(T, &id, "b", far()).await.unwrap());
-    assert!(s.take_compaction_lease(T, &id, "a", far()).await.unwrap());
+    assert!(!s
+        .take_compaction_lease(T, &id, "b", far(), 1_000)
+        .await
+        .unwrap());
+    assert!(s
+        .take_compaction_lease(T, &id, "a", far(), 1_000)
+        .await
+        .unwrap());
 
     let v1 = s
         .commit_summary(T, &id, "a", summary(1, 10, "first", None))
@@ -114,8 +123,14 @@ async fn versions_and_lease(s: &dyn Store) {
     // Released: another holder may take it. An expired lease is taken over too, and the
     // old holder can no longer commit.
     s.release_compaction_lease(T, &id, "a").await.unwrap();
-    assert!(s.take_compaction_lease(T, &id, "b", 1).await.unwrap());
-    assert!(s.take_compaction_lease(T, &id, "c", far()).await.unwrap());
+    assert!(s
+        .take_compaction_lease(T, &id, "b", 1, 1_000)
+        .await
+        .unwrap());
+    assert!(s
+        .take_compaction_lease(T, &id, "c", far(), 1_000)
+        .await
+        .unwrap());
     let e = s
         .commit_summary(T, &id, "b", summary(1, 25, "late", Some(2)))
         .await
@@ -125,7 +140,7 @@ async fn versions_and_lease(s: &dyn Store) {
 
     // Another tenant: not found, and nothing to read.
     let e = s
-        .take_compaction_lease("team-b", &id, "x", far())
+        .take_compaction_lease("team-b", &id, "x", far(), 1_000)
         .await
         .unwrap_err();
     assert!(e.is_not_found(), "{e}");
@@ -152,6 +167,36 @@ async fn versions_and_lease(s: &dyn Store) {
     // Deleting the conversation takes its lease with it.
     s.delete_conversation(T, &id, false).await.unwrap();
 
+    // A redaction or a clear reaching what a summariser reads takes its lease, so what it
+    // wrote from the old text cannot be committed; one above it leaves the lease alone.
+    let id = conversation_of(s, 30).await;
+    assert!(s
+        .take_compaction_lease(T, &id, "r", far(), 20)
+        .await
+        .unwrap());
+    s.redact_message(T, &id, 25).await.unwrap();
+    s.commit_summary(T, &id, "r", summary(1, 20, "before", None))
+        .await
+        .unwrap();
+    s.redact_message(T, &id, 12).await.unwrap();
+    assert!(s.summaries(T, &id, 10).await.unwrap().is_empty());
+    let e = s
+        .commit_summary(T, &id, "r", summary(1, 20, "stale text", None))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::CompactionBusy { .. }), "{e}");
+    assert!(s
+        .take_compaction_lease(T, &id, "r", far(), 20)
+        .await
+        .unwrap());
+    s.clear_conversation(T, &id).await.unwrap();
+    let e = s
+        .commit_summary(T, &id, "r", summary(1, 20, "cleared text", None))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::CompactionBusy { .. }), "{e}");
+    assert!(s.summaries(T, &id, 10).await.unwrap().is_empty());
+
     // A fork's summaries may cover its parent's messages: redacting one of those drops them,
     // and clearing the fork drops them all.
     let parent = conversation_of(s, 30).await;
@@ -170,7 +215,10 @@ async fn versions_and_lease(s: &dyn Store) {
     )
     .await
     .unwrap();
-    assert!(s.take_compaction_lease(T, &fork, "f", far()).await.unwrap());
+    assert!(s
+        .take_compaction_lease(T, &fork, "f", far(), 1_000)
+        .await
+        .unwrap());
     s.commit_summary(T, &fork, "f", summary(1, 8, "early", None))
         .await
         .unwrap();

@@ -24,17 +24,23 @@ CREATE INDEX summaries_by_end ON summaries (conversation_id, to_seq);
 -- One summariser per conversation at a time, across processes: a lease with an expiry that
 -- the holder renews while it works. A holder killed mid-way leaves a lease that expires, so a
 -- later compaction takes over; its summary was never committed, so the previous one stays in
--- force.
+-- force. `upto_seq` is the last message the holder summarises: a change to a message at or
+-- below it deletes the lease (below), so a summary written from the old text cannot be
+-- committed.
 CREATE TABLE compaction_leases (
     conversation_id TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
     holder          TEXT NOT NULL,
-    expires_at      BIGINT NOT NULL
+    expires_at      BIGINT NOT NULL,
+    upto_seq        BIGINT NOT NULL
 );
 
 -- A summary stands for its messages as they were: a change to one of them (a redaction) or
--- its deletion (clear) drops every version that covers it.
+-- its deletion (clear) drops every version that covers it, and the lease of a summariser
+-- reading it. The lease goes first: a commit holds its row lock, so this waits for that
+-- commit to end, and the summaries are then deleted from a snapshot that holds its version.
 CREATE FUNCTION summaries_invalidate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    DELETE FROM compaction_leases WHERE conversation_id = OLD.conversation_id AND upto_seq >= OLD.seq;
     DELETE FROM summaries WHERE conversation_id = OLD.conversation_id AND to_seq >= OLD.seq;
     RETURN NULL;
 END;

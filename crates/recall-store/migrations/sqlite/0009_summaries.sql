@@ -24,21 +24,27 @@ CREATE INDEX summaries_by_end ON summaries (conversation_id, to_seq);
 -- One summariser per conversation at a time, across processes: a lease with an expiry that
 -- the holder renews while it works. A holder killed mid-way leaves a lease that expires, so a
 -- later compaction takes over; its summary was never committed, so the previous one stays in
--- force.
+-- force. `upto_seq` is the last message the holder summarises: a change to a message at or
+-- below it deletes the lease (below), so a summary written from the old text cannot be
+-- committed.
 CREATE TABLE compaction_leases (
     conversation_id TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
     holder          TEXT NOT NULL,
-    expires_at      INTEGER NOT NULL
+    expires_at      INTEGER NOT NULL,
+    upto_seq        INTEGER NOT NULL
 ) WITHOUT ROWID;
 
 -- A summary stands for its messages as they were: a change to one of them (a redaction) or
--- its deletion (clear) drops every version that covers it.
+-- its deletion (clear) drops every version that covers it, and the lease of a summariser
+-- reading it. (A streamed reply saved again is above any lease: nothing happens.)
 CREATE TRIGGER summaries_au AFTER UPDATE OF content ON messages
 WHEN OLD.content IS NOT NEW.content
 BEGIN
+    DELETE FROM compaction_leases WHERE conversation_id = OLD.conversation_id AND upto_seq >= OLD.seq;
     DELETE FROM summaries WHERE conversation_id = OLD.conversation_id AND to_seq >= OLD.seq;
 END;
 CREATE TRIGGER summaries_ad AFTER DELETE ON messages
 BEGIN
+    DELETE FROM compaction_leases WHERE conversation_id = OLD.conversation_id AND upto_seq >= OLD.seq;
     DELETE FROM summaries WHERE conversation_id = OLD.conversation_id AND to_seq >= OLD.seq;
 END;

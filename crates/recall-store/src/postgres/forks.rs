@@ -357,12 +357,14 @@ impl PgStore {
                 q = q.bind(d);
             }
             q.execute(&mut *tx).await?;
-            // A summary stands for the message as it was.
-            sqlx::query(crate::summaries::DROP_SUMMARIES_FROM)
-                .bind(c)
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?;
+            // A summary stands for the message as it was; a summariser reading it cannot
+            // commit. The lease goes first (see migration 0009's trigger).
+            for sql in [
+                crate::summaries::DROP_LEASE_FROM,
+                crate::summaries::DROP_SUMMARIES_FROM,
+            ] {
+                sqlx::query(sql).bind(c).bind(seq).execute(&mut *tx).await?;
+            }
         }
         tx.commit().await?;
         Ok(())

@@ -242,7 +242,11 @@ impl Store for PgStore {
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        for sql in [DELETE_STABLE_WINDOWS, crate::summaries::DROP_SUMMARIES] {
+        for sql in [
+            DELETE_STABLE_WINDOWS,
+            crate::summaries::DROP_LEASE,
+            crate::summaries::DROP_SUMMARIES,
+        ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
         Self::save_running(&mut tx, id, &Running::cleared(r.last_seq)).await?;
@@ -427,8 +431,10 @@ impl Store for PgStore {
         id: &str,
         holder: &str,
         expires_at: i64,
+        upto_seq: i64,
     ) -> Result<bool, StoreError> {
-        self.write_lease(tenant, id, holder, expires_at).await
+        self.write_lease(tenant, id, holder, expires_at, upto_seq)
+            .await
     }
 
     async fn release_compaction_lease(

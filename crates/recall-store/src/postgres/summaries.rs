@@ -68,6 +68,7 @@ impl PgStore {
         id: &str,
         holder: &str,
         expires_at: i64,
+        upto_seq: i64,
     ) -> Result<bool, StoreError> {
         check_key(tenant, id)?;
         let taken = sqlx::query(TAKE_LEASE)
@@ -76,6 +77,7 @@ impl PgStore {
             .bind(holder)
             .bind(expires_at)
             .bind(now_ms())
+            .bind(upto_seq)
             .execute(&self.pool)
             .await?
             .rows_affected();

@@ -310,9 +310,14 @@ pub(super) fn redact(
         }
         tx.prepare_cached(SHIFT_TOTALS)?
             .execute(named(&[c, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_turns]).as_slice())?;
-        // A summary stands for the message as it was.
-        tx.prepare_cached(crate::summaries::DROP_SUMMARIES_FROM)?
-            .execute(named(&[c, &seq]).as_slice())?;
+        // A summary stands for the message as it was; a summariser reading it cannot commit.
+        for sql in [
+            crate::summaries::DROP_LEASE_FROM,
+            crate::summaries::DROP_SUMMARIES_FROM,
+        ] {
+            tx.prepare_cached(sql)?
+                .execute(named(&[c, &seq]).as_slice())?;
+        }
     }
     // The trigger replaced the message's searchable text; FTS5 keeps a deleted document's
     // words in its older segments until they are merged.

@@ -551,9 +551,11 @@ impl Store for SqliteStore {
         id: &str,
         holder: &str,
         expires_at: i64,
+        upto_seq: i64,
     ) -> Result<bool, StoreError> {
         check_key(tenant, id)?;
-        self.write_lease(tenant, id, holder, expires_at).await
+        self.write_lease(tenant, id, holder, expires_at, upto_seq)
+            .await
     }
 
     async fn release_compaction_lease(

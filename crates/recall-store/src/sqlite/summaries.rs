@@ -65,11 +65,16 @@ impl SqliteStore {
         id: &str,
         holder: &str,
         expires_at: i64,
+        upto_seq: i64,
     ) -> Result<bool, StoreError> {
         let (t, i, h) = (tenant.to_string(), id.to_string(), holder.to_string());
         let taken = self
             .writer
-            .write(move |tx| writes::execute(tx, TAKE_LEASE, &[&i, &t, &h, &expires_at, &now_ms()]))
+            .write(move |tx| {
+                let values: [&dyn rusqlite::ToSql; 6] =
+                    [&i, &t, &h, &expires_at, &now_ms(), &upto_seq];
+                writes::execute(tx, TAKE_LEASE, &values)
+            })
             .await?;
         if taken == 0 {
             // Not taken: held by another, or no such conversation for this tenant.

@@ -27,6 +27,7 @@ pub(super) fn clear_conversation(
     super::forks::before_clear(tx, id)?;
     let removed = tx.execute(DELETE_MESSAGES, named(&[&id]).as_slice())?;
     tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
+    tx.execute(crate::summaries::DROP_LEASE, named(&[&id]).as_slice())?;
     tx.execute(crate::summaries::DROP_SUMMARIES, named(&[&id]).as_slice())?;
     save_running(tx, id, &Running::cleared(r.last_seq))?;
     Ok(removed as u64)
