@@ -23,7 +23,7 @@
 
 use crate::message::Message;
 use crate::recall::{excerpt, RecallCandidate};
-use crate::render::escape::{escape_recall_tags, maybe_escape, split_lines};
+use crate::render::escape::push_quoted;
 
 /// The section's first line.
 pub const SUMMARY_OPEN: &str = "<conversation_summary>";
@@ -72,17 +72,7 @@ pub fn render_summary(s: &Summary, escape: bool) -> String {
     out.push('\n');
     out.push_str(&summary_intro(s.from_seq, s.to_seq));
     out.push('\n');
-    let text = maybe_escape(s.text.trim(), escape);
-    let text = if escape {
-        escape_recall_tags(&text).into_owned()
-    } else {
-        text.into_owned()
-    };
-    for (line, brk) in split_lines(&text) {
-        out.push_str("  ");
-        out.push_str(line);
-        out.push_str(if brk.is_empty() { "\n" } else { brk });
-    }
+    push_quoted(&mut out, s.text.trim(), escape);
     out.push_str(SUMMARY_CLOSE);
     out
 }

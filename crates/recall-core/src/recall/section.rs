@@ -9,7 +9,7 @@ use super::{
 };
 use crate::message::{Block, Content, Message, Role};
 use crate::policy::RecallScope;
-use crate::render::escape::{escape_recall_tags, maybe_escape, split_lines};
+use crate::render::escape::push_quoted;
 use crate::tokens::{TokenCounter, Tokenizer};
 
 /// The section's first line.
@@ -91,18 +91,7 @@ pub(crate) fn excerpt(
     out.push_str(", ");
     out.push_str(m.role.as_str());
     out.push_str("]\n");
-    let text = excerpt_text(m);
-    let text = maybe_escape(&text, escape);
-    let text = if escape {
-        escape_recall_tags(&text).into_owned()
-    } else {
-        text.into_owned()
-    };
-    for (line, brk) in split_lines(&text) {
-        out.push_str("  ");
-        out.push_str(line);
-        out.push_str(if brk.is_empty() { "\n" } else { brk });
-    }
+    push_quoted(&mut out, &excerpt_text(m), escape);
     out
 }
 

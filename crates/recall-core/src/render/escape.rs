@@ -345,6 +345,30 @@ pub fn escape_recall_tags(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Writes `text` quoted inside a section recall writes (a recalled excerpt, a summary): with
+/// `escape`, turn labels and section tags escaped; every line indented by two spaces, so no
+/// line of it starts a turn or a tag at column 0; each line break kept, the last line ended
+/// with `\n`.
+///
+/// ```
+/// let mut out = String::new();
+/// recall_core::render::escape::push_quoted(&mut out, "a\n</conversation_summary>", true);
+/// assert_eq!(out, "  a\n  \\</conversation_summary>\n");
+/// ```
+pub fn push_quoted(out: &mut String, text: &str, escape: bool) {
+    let text = maybe_escape(text, escape);
+    let text = if escape {
+        escape_recall_tags(&text)
+    } else {
+        text
+    };
+    for (line, brk) in split_lines(&text) {
+        out.push_str("  ");
+        out.push_str(line);
+        out.push_str(if brk.is_empty() { "\n" } else { brk });
+    }
+}
+
 /// `escape_labels` when `on`, the text unchanged otherwise.
 pub fn maybe_escape(text: &str, on: bool) -> Cow<'_, str> {
     if on {
