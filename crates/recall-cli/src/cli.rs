@@ -158,12 +158,17 @@ pub enum Command {
         recall mcp --db /tmp/recall.db --tenant team-a\n  \
         claude mcp add recall -- recall mcp")]
     Mcp(McpArgs),
-    /// Serve the HTTP API (REST under /v1, MCP at /mcp, /healthz, /readyz, /metrics, /openapi.json).
+    /// Serve the HTTP API (REST under /v1, MCP at /mcp, /healthz, /readyz, /metrics, /openapi.json)
+    /// and the gateway: the Anthropic Messages API at /anthropic/v1/messages and OpenAI chat
+    /// completions at /openai/v1/chat/completions, forwarded to the upstream the environment
+    /// configures with every conversation stored, trimmed and cached (docs/GATEWAY.md).
     #[command(after_help = "Examples:\n  \
         recall keys create --tenant acme          # prints a key once\n  \
         recall serve --addr 127.0.0.1:8080 --db /var/lib/recall/recall.db\n  \
         recall serve --config recall.toml\n  \
-        recall serve --no-auth                    # loopback only, default tenant\n\n\
+        recall serve --no-auth                    # loopback only, default tenant\n  \
+        ANTHROPIC_API_KEY=sk-ant-… recall serve   # the gateway forwards to api.anthropic.com\n  \
+        OPENAI_BASE_URL=http://127.0.0.1:8081/v1 recall serve   # any OpenAI-compatible server\n\n\
         Stop with ctrl-c or SIGTERM: requests in flight finish first.")]
     Serve(ServeArgs),
     /// Create, list and revoke API keys of the HTTP server (stored hashed in the database).

@@ -9,6 +9,7 @@
 
 pub mod context;
 pub mod extract;
+pub mod gateway;
 pub mod json_text;
 pub mod message;
 pub mod parse;

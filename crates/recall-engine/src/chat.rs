@@ -307,13 +307,13 @@ impl Engine {
 }
 
 /// Saves the assistant reply: appended the first time, updated in place after that.
-struct ReplySaver<'a> {
+pub(crate) struct ReplySaver<'a> {
     engine: &'a Engine,
     tenant: &'a str,
     id: &'a str,
     backend: &'static str,
     model: Option<String>,
-    seq: Option<i64>,
+    pub(crate) seq: Option<i64>,
     last_save: Option<Instant>,
 }
 
@@ -325,11 +325,22 @@ impl<'a> ReplySaver<'a> {
         backend: &dyn Backend,
         model: Option<String>,
     ) -> Self {
+        Self::named(engine, tenant, id, backend.name(), model)
+    }
+
+    /// A saver that records `backend` as the reply's source.
+    pub(crate) fn named(
+        engine: &'a Engine,
+        tenant: &'a str,
+        id: &'a str,
+        backend: &'static str,
+        model: Option<String>,
+    ) -> Self {
         ReplySaver {
             engine,
             tenant,
             id,
-            backend: backend.name(),
+            backend,
             model,
             seq: None,
             last_save: None,
@@ -337,12 +348,12 @@ impl<'a> ReplySaver<'a> {
     }
 
     /// True when a partial save is due: never saved yet, or the interval has passed.
-    fn due(&self) -> bool {
+    pub(crate) fn due(&self) -> bool {
         self.last_save
             .is_none_or(|t| t.elapsed() >= PARTIAL_SAVE_INTERVAL)
     }
 
-    async fn save(
+    pub(crate) async fn save(
         &mut self,
         message: &Message,
         status: MessageStatus,

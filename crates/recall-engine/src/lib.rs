@@ -19,6 +19,7 @@ mod chat;
 mod compact;
 mod context_limit;
 mod error;
+mod gateway;
 mod recall;
 mod task;
 mod transfer;
@@ -37,6 +38,9 @@ pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_I
 pub use compact::{CompactOptions, CompactReport, CompactStatus, DEFAULT_LEASE};
 pub use context_limit::prompt_bytes;
 pub use error::EngineError;
+pub use gateway::{
+    GatewayCall, GatewayEvent, GatewayMode, GatewayOutcome, GatewayRequest, MAX_WHOLE_REPLY_BYTES,
+};
 pub use recall_embed as embed;
 pub use recall_llm as llm;
 pub use recall_store::{self as store, DEFAULT_TENANT};
@@ -269,7 +273,7 @@ pub fn resolve(conv: &Conversation, req: &ContextRequest) -> Result<Resolved, En
     Ok(req.resolve(conv.policy.as_ref())?)
 }
 
-fn json_len(v: &Value) -> usize {
+pub(crate) fn json_len(v: &Value) -> usize {
     match v {
         Value::String(s) => s.len(),
         other => other.to_string().len(),

@@ -166,7 +166,8 @@ impl BackendError {
         })
     }
 
-    pub(crate) fn protocol(message: impl Into<String>) -> Self {
+    /// A reply that breaks the provider's protocol (a body that is not what the API sends).
+    pub fn protocol(message: impl Into<String>) -> Self {
         BackendError::new(BackendErrorKind::Protocol {
             message: message.into(),
         })

@@ -38,6 +38,7 @@ pub mod event;
 pub mod http;
 pub mod key;
 pub mod openai;
+pub mod proxy;
 mod render;
 pub mod retry;
 mod sse;

@@ -61,7 +61,7 @@ impl OpenAiBackend {
 
 /// The path joined to `base_url`: OpenAI's own SDKs read `OPENAI_BASE_URL` with its `/v1`
 /// (`http://127.0.0.1:8080/v1`), so a base that already ends in `/v1` does not get another.
-fn chat_path(base_url: &str) -> &'static str {
+pub(crate) fn chat_path(base_url: &str) -> &'static str {
     if base_url.trim_end_matches('/').ends_with("/v1") {
         "/chat/completions"
     } else {

@@ -106,26 +106,7 @@ pub async fn authenticate(
     let tenant = match &state.inner.auth {
         Auth::Disabled => recall_engine::DEFAULT_TENANT.to_string(),
         Auth::Keys(config_keys) => {
-            let header = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .ok_or_else(|| {
-                    ApiError::unauthorized(
-                        "missing API key: send the header `Authorization: Bearer KEY`",
-                    )
-                })?
-                .to_str()
-                .map_err(|_| ApiError::unauthorized("the Authorization header is not text"))?;
-            let key = header
-                .strip_prefix("Bearer ")
-                .or_else(|| header.strip_prefix("bearer "))
-                .map(str::trim)
-                .filter(|k| !k.is_empty())
-                .ok_or_else(|| {
-                    ApiError::unauthorized(
-                        "the Authorization header must be `Bearer KEY` with an API key",
-                    )
-                })?;
+            let key = presented_key(req.headers())?;
             let hash = hash_key(key);
             match config_keys.get(&hash) {
                 Some(t) => t.clone(),
@@ -144,6 +125,37 @@ pub async fn authenticate(
     tracing::Span::current().record("tenant", tenant.as_str());
     req.extensions_mut().insert(Tenant(tenant));
     Ok(next.run(req).await)
+}
+
+/// The key a request presents: `Authorization: Bearer KEY`, or `x-api-key: KEY` (what the
+/// Anthropic SDKs and the Claude Code CLI send).
+fn presented_key(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+    if let Some(v) = headers.get(header::AUTHORIZATION) {
+        let v = v
+            .to_str()
+            .map_err(|_| ApiError::unauthorized("the Authorization header is not text"))?;
+        return v
+            .strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("bearer "))
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| {
+                ApiError::unauthorized(
+                    "the Authorization header must be `Bearer KEY` with an API key",
+                )
+            });
+    }
+    match headers.get("x-api-key") {
+        Some(v) => v
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| ApiError::unauthorized("the x-api-key header must hold an API key")),
+        None => Err(ApiError::unauthorized(
+            "missing API key: send the header `Authorization: Bearer KEY` (or `x-api-key: KEY`)",
+        )),
+    }
 }
 
 #[cfg(test)]

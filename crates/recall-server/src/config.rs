@@ -253,6 +253,8 @@ pub struct ServerConfig {
     pub no_auth: bool,
     /// Chat backends by name (none: the chat routes answer 503).
     pub backends: crate::chat::Backends,
+    /// The gateway's upstreams (none: its routes answer 503) and new conversations' policy.
+    pub gateway: crate::gateway::Gateway,
 }
 
 impl ServerConfig {
@@ -264,6 +266,7 @@ impl ServerConfig {
             keys: cfg.keys.clone(),
             no_auth: false,
             backends: crate::chat::Backends::default(),
+            gateway: crate::gateway::Gateway::new(),
         }
     }
 }

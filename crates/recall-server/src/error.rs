@@ -114,8 +114,10 @@ impl IntoResponse for ApiError {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
-        // The metrics layer counts internal errors without parsing bodies.
+        // The metrics layer counts internal errors without parsing bodies; the gateway
+        // routes write the error again in the provider's shape.
         res.extensions_mut().insert(self.kind);
+        res.extensions_mut().insert(self.clone());
         res
     }
 }

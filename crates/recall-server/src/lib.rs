@@ -24,6 +24,7 @@ mod compact;
 pub mod config;
 mod conn;
 pub mod error;
+pub mod gateway;
 pub mod guard;
 mod mcp;
 pub mod metrics;
@@ -166,8 +167,27 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::authenticate,
         ));
+    // The gateway: the same key check, errors in each provider's shape (the outer layer).
+    let anthropic = Router::new()
+        .route("/anthropic/v1/messages", post(gateway::anthropic))
+        .route_layer(middleware::from_fn(guard::json_only))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
+        .route_layer(middleware::from_fn(gateway::anthropic_errors));
+    let openai = Router::new()
+        .route("/openai/v1/chat/completions", post(gateway::openai))
+        .route_layer(middleware::from_fn(guard::json_only))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
+        .route_layer(middleware::from_fn(gateway::openai_errors));
     Router::new()
         .merge(v1)
+        .merge(anthropic)
+        .merge(openai)
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

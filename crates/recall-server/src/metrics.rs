@@ -61,6 +61,32 @@ struct Inner {
     context: BTreeMap<String, Histogram>,
     backend_errors: BTreeMap<String, u64>,
     internal_errors: u64,
+    gateway: BTreeMap<String, Gateway>,
+}
+
+/// The gateway's figures for one provider.
+#[derive(Debug, Default)]
+struct Gateway {
+    /// By the status the client got.
+    requests: BTreeMap<u16, u64>,
+    /// From sending to the provider's response head.
+    upstream: Histogram,
+    /// recall's own time before forwarding: reading, storing, building the context.
+    added: Histogram,
+    input_tokens: u64,
+    cache_read_tokens: u64,
+    cache_creation_tokens: u64,
+}
+
+/// What one gateway request adds to the metrics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GatewayFigures {
+    pub status: u16,
+    pub added: Option<Duration>,
+    pub upstream: Option<Duration>,
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_creation_tokens: u64,
 }
 
 /// The server's metrics.
@@ -112,6 +138,22 @@ impl Metrics {
             .or_default() += 1;
     }
 
+    /// One gateway request to `provider`.
+    pub fn gateway(&self, provider: &str, f: GatewayFigures) {
+        let mut m = self.lock();
+        let g = m.gateway.entry(provider.to_string()).or_default();
+        *g.requests.entry(f.status).or_default() += 1;
+        if let Some(d) = f.added {
+            g.added.observe(d.as_secs_f64());
+        }
+        if let Some(d) = f.upstream {
+            g.upstream.observe(d.as_secs_f64());
+        }
+        g.input_tokens += f.input_tokens;
+        g.cache_read_tokens += f.cache_read_tokens;
+        g.cache_creation_tokens += f.cache_creation_tokens;
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let m = self.lock();
@@ -149,10 +191,66 @@ impl Metrics {
                 escape(backend)
             );
         }
+        render_gateway(&mut out, &m.gateway);
         out.push_str("# HELP recall_internal_errors_total Requests answered with 500.\n");
         out.push_str("# TYPE recall_internal_errors_total counter\n");
         let _ = writeln!(out, "recall_internal_errors_total {}", m.internal_errors);
         out
+    }
+}
+
+fn render_gateway(out: &mut String, gateway: &BTreeMap<String, Gateway>) {
+    out.push_str("# HELP recall_gateway_requests_total Gateway requests by provider and the status the client got.\n");
+    out.push_str("# TYPE recall_gateway_requests_total counter\n");
+    for (p, g) in gateway {
+        for (status, n) in &g.requests {
+            let _ = writeln!(
+                out,
+                "recall_gateway_requests_total{{provider=\"{}\",status=\"{status}\"}} {n}",
+                escape(p)
+            );
+        }
+    }
+    out.push_str("# HELP recall_gateway_upstream_seconds Time from forwarding a request to the provider's response head.\n");
+    out.push_str("# TYPE recall_gateway_upstream_seconds histogram\n");
+    for (p, g) in gateway {
+        let labels = format!("provider=\"{}\"", escape(p));
+        g.upstream
+            .render(out, "recall_gateway_upstream_seconds", &labels);
+    }
+    out.push_str("# HELP recall_gateway_added_seconds recall's own time per request before forwarding it (storing, building the context).\n");
+    out.push_str("# TYPE recall_gateway_added_seconds histogram\n");
+    for (p, g) in gateway {
+        let labels = format!("provider=\"{}\"", escape(p));
+        g.added.render(out, "recall_gateway_added_seconds", &labels);
+    }
+    out.push_str("# HELP recall_gateway_input_tokens_total Input tokens the provider reported, by kind (uncached, cache_read, cache_creation).\n");
+    out.push_str("# TYPE recall_gateway_input_tokens_total counter\n");
+    for (p, g) in gateway {
+        for (kind, n) in [
+            ("uncached", g.input_tokens),
+            ("cache_read", g.cache_read_tokens),
+            ("cache_creation", g.cache_creation_tokens),
+        ] {
+            let _ = writeln!(
+                out,
+                "recall_gateway_input_tokens_total{{provider=\"{}\",kind=\"{kind}\"}} {n}",
+                escape(p)
+            );
+        }
+    }
+    out.push_str("# HELP recall_gateway_cache_read_ratio Share of input tokens read from the provider's prompt cache.\n");
+    out.push_str("# TYPE recall_gateway_cache_read_ratio gauge\n");
+    for (p, g) in gateway {
+        let total = g.input_tokens + g.cache_read_tokens + g.cache_creation_tokens;
+        if total > 0 {
+            let _ = writeln!(
+                out,
+                "recall_gateway_cache_read_ratio{{provider=\"{}\"}} {}",
+                escape(p),
+                g.cache_read_tokens as f64 / total as f64
+            );
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod pg;
+pub mod provider;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

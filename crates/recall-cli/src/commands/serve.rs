@@ -89,6 +89,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = ServerConfig::from_file(&file);
     config.no_auth = a.no_auth;
     config.backends = backends_from_env()?;
+    config.gateway = gateway_from_env()?;
     init_logging(&a.log_format)?;
 
     let url = db::resolve(a.db.as_deref().or(file.db.as_deref()))?;
@@ -147,6 +148,29 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     } else {
         eprintln!("chat backends: {}", config.backends.names().join(", "));
+    }
+    let upstreams: Vec<&str> = [
+        config
+            .gateway
+            .anthropic
+            .as_ref()
+            .map(|_| "anthropic (/anthropic/v1/messages)"),
+        config
+            .gateway
+            .openai
+            .as_ref()
+            .map(|_| "openai (/openai/v1/chat/completions)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if upstreams.is_empty() {
+        eprintln!(
+            "note: no gateway upstream, so /anthropic and /openai answer 503; set \
+             ANTHROPIC_API_KEY or OPENAI_BASE_URL to have one"
+        );
+    } else {
+        eprintln!("gateway: {}", upstreams.join(", "));
     }
     let durable = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         String::new()
@@ -256,4 +280,28 @@ pub(crate) fn backends_from_env() -> anyhow::Result<Backends> {
         backends = backends.with(name, b);
     }
     Ok(backends)
+}
+
+/// The gateway's upstreams from the same discovery: the Anthropic API when configured, and
+/// the first OpenAI-compatible server (`OPENAI_BASE_URL`, else the local model).
+pub(crate) fn gateway_from_env() -> anyhow::Result<recall_server::gateway::Gateway> {
+    use recall_core::gateway::Provider;
+    use recall_engine::llm::discover::{discover, process_env, DiscoverOptions};
+    use recall_engine::llm::proxy::Upstream;
+    use recall_engine::llm::BackendConfig;
+    let mut gateway = recall_server::gateway::Gateway::new();
+    for d in discover(&process_env, &DiscoverOptions::default()) {
+        let (provider, config) = match &d.config {
+            BackendConfig::Anthropic(c) if gateway.anthropic.is_none() => (Provider::Anthropic, c),
+            BackendConfig::OpenAi(c) if gateway.openai.is_none() => (Provider::OpenAi, c),
+            _ => continue,
+        };
+        let upstream = Upstream::new(provider, config)
+            .map_err(|e| bad_input(format!("gateway upstream {}: {e}", provider.name())))?;
+        match provider {
+            Provider::Anthropic => gateway.anthropic = Some(std::sync::Arc::new(upstream)),
+            Provider::OpenAi => gateway.openai = Some(std::sync::Arc::new(upstream)),
+        }
+    }
+    Ok(gateway)
 }

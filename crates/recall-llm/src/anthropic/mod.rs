@@ -142,6 +142,15 @@ pub(crate) struct AnthropicDecoder {
     stream: MessageStream,
 }
 
+impl AnthropicDecoder {
+    /// A decoder with nothing to redact (the gateway's tap: the stream carries no key).
+    pub(crate) fn new() -> Self {
+        AnthropicDecoder {
+            stream: MessageStream::new(None, "ANTHROPIC_API_KEY"),
+        }
+    }
+}
+
 impl SseDecoder for AnthropicDecoder {
     fn on_event(
         &mut self,

@@ -1,0 +1,478 @@
+//! The gateway turn (issue 17): a provider request from an official SDK (Anthropic Messages,
+//! OpenAI chat completions) on a stored conversation. What is new in the request is stored
+//! (append or mirror, recall-core's `gateway::match_history`), the context is built with the
+//! conversation's policy (window, recall, summary) and put in the client's request in place
+//! of its history, the request goes to the provider, and the reply is passed back byte for
+//! byte while it is read into the message stored (`partial` while it streams and when the
+//! client or the provider goes away).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use recall_core::context::ContextRequest;
+use recall_core::gateway::{
+    common_prefix, forward_body, match_history, split_request, HistoryMatch, Provider,
+    MIRROR_ANCHOR,
+};
+use recall_core::message::Message;
+use recall_core::parse::{conversation_from_value, ParseOptions};
+use recall_core::policy::{ConversationPolicy, PolicyOverrides};
+use recall_core::select::Stats;
+use recall_core::Prompt;
+use recall_llm::proxy::{HeaderMap, HeaderName, HeaderValue, ReplyTap, Upstream};
+use recall_llm::{Assembler, BackendError, BackendErrorKind, BackendEvent, Usage};
+use recall_store::{MessageStatus, NewConversation, NewMessage};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::chat::ReplySaver;
+use crate::{Engine, EngineError};
+
+/// The most bytes of a whole (non-streamed) reply read from the provider.
+pub const MAX_WHOLE_REPLY_BYTES: usize = 64 * 1024 * 1024;
+
+/// A provider request as the gateway received it.
+#[derive(Debug, Clone)]
+pub struct GatewayRequest {
+    pub provider: Provider,
+    /// The `x-recall-conversation` header: a conversation id, or `None` (or `new`) to create
+    /// one.
+    pub conversation: Option<String>,
+    /// The client's request body.
+    pub body: Value,
+    /// The policy of a conversation the gateway creates.
+    pub new_policy: PolicyOverrides,
+}
+
+/// How the request's history was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatewayMode {
+    /// Only what is new was sent; all of it was stored.
+    Append,
+    /// The whole history was sent; the part not yet stored was stored.
+    Mirror,
+    /// The same request again after one that got no reply: nothing stored.
+    Retry,
+    /// The history left the stored one: it went on a fork of the conversation.
+    Fork,
+}
+
+impl GatewayMode {
+    /// `append`, `mirror`, `retry` or `fork` (the `x-recall-mode` response header).
+    pub fn name(self) -> &'static str {
+        match self {
+            GatewayMode::Append => "append",
+            GatewayMode::Mirror => "mirror",
+            GatewayMode::Retry => "retry",
+            GatewayMode::Fork => "fork",
+        }
+    }
+}
+
+/// A request ready to forward: the conversation it runs on and the body for the provider.
+#[derive(Debug, Clone)]
+pub struct GatewayCall {
+    pub provider: Provider,
+    /// The conversation the reply is stored in (new, the named one, or a fork of it).
+    pub conversation_id: String,
+    /// The conversation was created by this request.
+    pub created: bool,
+    pub mode: GatewayMode,
+    /// How many messages this request stored.
+    pub stored: usize,
+    pub stream: bool,
+    /// The model the client asked for.
+    pub model: Option<String>,
+    /// The JSON body sent to the provider.
+    pub body: Vec<u8>,
+    /// The selection's figures of the context sent.
+    pub stats: Stats,
+    summarizes: bool,
+    format: recall_core::Format,
+    window_first: Option<i64>,
+}
+
+/// What a forwarded request sends the client, in order: the head, then the body's chunks.
+#[derive(Debug)]
+pub enum GatewayEvent {
+    /// The provider's status and the headers the client reads.
+    Head {
+        status: u16,
+        headers: Vec<(HeaderName, HeaderValue)>,
+    },
+    /// Body bytes as the provider sent them.
+    Chunk(Bytes),
+    /// The provider's stream broke off: end the client's body with an error.
+    Abort,
+}
+
+/// How a forwarded request ended.
+#[derive(Debug, Clone)]
+pub struct GatewayOutcome {
+    /// The provider's status (`None`: no response at all).
+    pub status: Option<u16>,
+    /// The stored reply's seq, when one was stored.
+    pub reply_seq: Option<i64>,
+    pub reply_status: Option<MessageStatus>,
+    pub usage: Usage,
+    /// Time from sending to the provider's response head.
+    pub upstream_head: Option<Duration>,
+    /// Why no response came (connection refused, a timeout), or why the reply is partial.
+    pub error: Option<BackendError>,
+}
+
+impl Engine {
+    /// Reads a provider request, stores what is new in it and builds the body to forward
+    /// (see the module docs). `Err` is the client's fault or recall's (a bad body, an
+    /// unknown conversation) and nothing is stored; the request is not forwarded.
+    pub async fn gateway_prepare(
+        &self,
+        tenant: &str,
+        req: GatewayRequest,
+    ) -> Result<GatewayCall, EngineError> {
+        let provider = req.provider;
+        let incoming =
+            split_request(provider, req.body).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        for (i, v) in incoming.messages.iter().enumerate() {
+            let size = v.get("content").map_or(0, crate::json_len);
+            if size > self.limits.max_message_bytes {
+                return Err(EngineError::TooLarge {
+                    what: format!("messages[{i}]"),
+                    size,
+                    limit: self.limits.max_message_bytes,
+                });
+            }
+        }
+        let parsed = conversation_from_value(
+            Value::Array(incoming.messages.clone()),
+            &ParseOptions::strict(),
+        )?;
+        let messages: Vec<Message> = parsed.messages.into_iter().map(|m| m.message).collect();
+        if messages.iter().any(|m| m.role == recall_core::Role::System) {
+            return Err(EngineError::Invalid(
+                "messages: a system message belongs in the system prompt".into(),
+            ));
+        }
+
+        let named = req
+            .conversation
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty() && *c != "new");
+        let (mut conv, created) = match named {
+            Some(id) => (self.store.get_conversation(tenant, id).await?, false),
+            None => (
+                self.store
+                    .create_conversation(
+                        tenant,
+                        NewConversation {
+                            title: None,
+                            system_prompt: None,
+                            metadata: Default::default(),
+                            policy: Some(ConversationPolicy {
+                                format: Some(provider.format()),
+                                limits: req.new_policy.clone(),
+                            }),
+                        },
+                    )
+                    .await?,
+                true,
+            ),
+        };
+
+        let stored_len = usize::try_from(conv.message_count).unwrap_or(0);
+        let tail = if stored_len == 0 {
+            vec![]
+        } else {
+            let after = (conv.last_seq - MIRROR_ANCHOR as i64).max(0);
+            self.store
+                .messages(tenant, &conv.id, after, MIRROR_ANCHOR as u32)
+                .await?
+                .into_iter()
+                .map(|m| m.message)
+                .collect()
+        };
+        let (mode, new) = match match_history(stored_len, &tail, &messages) {
+            HistoryMatch::Append => (GatewayMode::Append, &messages[..]),
+            HistoryMatch::Mirror { from } => (GatewayMode::Mirror, &messages[from..]),
+            HistoryMatch::Retry => (GatewayMode::Retry, &messages[messages.len()..]),
+            HistoryMatch::Diverged => {
+                let stored = self.all_messages(tenant, &conv.id).await?;
+                let shared = common_prefix(
+                    &stored.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>(),
+                    &messages,
+                );
+                let at = shared
+                    .checked_sub(1)
+                    .and_then(|i| stored.get(i))
+                    .map_or(0, |(seq, _)| *seq);
+                conv = self
+                    .store
+                    .fork_conversation(tenant, &conv.id, at, recall_store::NewFork { title: None })
+                    .await?;
+                (GatewayMode::Fork, &messages[shared..])
+            }
+        };
+        if new.len() > self.limits.max_messages_per_append {
+            return Err(EngineError::Invalid(format!(
+                "{} new messages in one request, over the limit of {}",
+                new.len(),
+                self.limits.max_messages_per_append
+            )));
+        }
+        if !new.is_empty() {
+            let rows = new.iter().cloned().map(NewMessage::complete).collect();
+            self.store.append(tenant, &conv.id, rows).await?;
+            self.vectors_behind(tenant, &conv.id);
+        }
+
+        let context = self
+            .context(tenant, &conv.id, &ContextRequest::new(provider.format()))
+            .await?;
+        let Prompt::Json(rendered) = &context.prompt else {
+            return Err(EngineError::Invalid(
+                "the conversation's context is not in the provider's format".into(),
+            ));
+        };
+        let body = forward_body(provider, &incoming, rendered);
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| EngineError::Invalid(format!("cannot encode the request: {e}")))?;
+        Ok(GatewayCall {
+            provider,
+            conversation_id: conv.id,
+            created,
+            mode,
+            stored: new.len(),
+            stream: incoming.stream,
+            model: incoming
+                .rest
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            body,
+            stats: context.stats.clone(),
+            summarizes: context.policy.summarize,
+            format: context.format,
+            window_first: context.kept.first().map(|k| k.index as i64),
+        })
+    }
+
+    /// Every stored message of a conversation with its seq, oldest first (a diverging
+    /// history is compared with all of it).
+    async fn all_messages(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Vec<(i64, Message)>, EngineError> {
+        let mut out = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.store.messages(tenant, id, after, 1000).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            out.extend(page.into_iter().map(|m| (m.seq, m.message)));
+        }
+        Ok(out)
+    }
+
+    /// Sends `call` to `upstream` and passes the answer to `sink` as it arrives, storing the
+    /// reply: `partial` every [`crate::PARTIAL_SAVE_INTERVAL`] while it streams, then
+    /// `complete` (before the client gets the bytes that end it), or `partial` when the
+    /// provider's stream breaks or the client goes away (`sink` closed). An error status
+    /// passes through and stores nothing. Run it to completion in a task of its own.
+    pub async fn gateway_forward(
+        &self,
+        tenant: &str,
+        call: &GatewayCall,
+        upstream: &Upstream,
+        client_headers: &HeaderMap,
+        sink: mpsc::Sender<GatewayEvent>,
+    ) -> Result<GatewayOutcome, EngineError> {
+        let started = Instant::now();
+        let resp = match upstream
+            .send(call.body.clone(), client_headers, call.stream)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(GatewayOutcome {
+                    status: None,
+                    reply_seq: None,
+                    reply_status: None,
+                    usage: Usage::default(),
+                    upstream_head: None,
+                    error: Some(e),
+                })
+            }
+        };
+        let head = started.elapsed();
+        let status = resp.status;
+        let client_gone = sink
+            .send(GatewayEvent::Head {
+                status,
+                headers: resp.headers.clone(),
+            })
+            .await
+            .is_err();
+        let mut outcome = GatewayOutcome {
+            status: Some(status),
+            reply_seq: None,
+            reply_status: None,
+            usage: Usage::default(),
+            upstream_head: Some(head),
+            error: None,
+        };
+        let mut body = resp.body;
+        if !(200..300).contains(&status) {
+            // The provider's error, passed through as it is; nothing of a reply to store.
+            while let Some(Ok(chunk)) = body.next().await {
+                if sink.send(GatewayEvent::Chunk(chunk)).await.is_err() {
+                    break;
+                }
+            }
+            return Ok(outcome);
+        }
+
+        let mut saver = ReplySaver::named(
+            self,
+            tenant,
+            &call.conversation_id,
+            call.provider.name(),
+            call.model.clone(),
+        );
+        let mut assembler = Assembler::new();
+        if call.stream {
+            let mut tap = ReplyTap::new(call.provider);
+            let mut gone = client_gone;
+            while !gone {
+                let (events, chunk) = match body.next().await {
+                    None => (tap.finish(), None),
+                    Some(Err(e)) => {
+                        let _ = sink.send(GatewayEvent::Abort).await;
+                        (tap.fail_with(e), None)
+                    }
+                    Some(Ok(chunk)) => (tap.feed(&chunk), Some(chunk)),
+                };
+                for ev in &events {
+                    assembler.push(ev);
+                }
+                if tap.is_finished() {
+                    // Stored before the client sees the end of the reply.
+                    self.save_reply(&mut saver, &mut assembler, &mut outcome)
+                        .await?;
+                    if let Some(chunk) = chunk {
+                        let _ = sink.send(GatewayEvent::Chunk(chunk)).await;
+                    }
+                    // What follows the end (OpenAI's `[DONE]`) is passed on as well.
+                    while let Some(Ok(rest)) = body.next().await {
+                        if sink.send(GatewayEvent::Chunk(rest)).await.is_err() {
+                            break;
+                        }
+                    }
+                    break;
+                }
+                if let Some(chunk) = chunk {
+                    gone = sink.send(GatewayEvent::Chunk(chunk)).await.is_err();
+                }
+                if assembler.has_content() && saver.due() && !gone {
+                    saver
+                        .save(
+                            &assembler.message(),
+                            MessageStatus::Partial,
+                            &assembler.usage(),
+                            None,
+                            None,
+                        )
+                        .await?;
+                }
+            }
+            if !tap.is_finished() {
+                // The client went away: stop reading and keep what arrived.
+                for ev in tap.fail_with(BackendError::new(BackendErrorKind::Cancelled)) {
+                    assembler.push(&ev);
+                }
+                self.save_reply(&mut saver, &mut assembler, &mut outcome)
+                    .await?;
+            }
+        } else {
+            let mut whole = Vec::new();
+            let mut broken = None;
+            while let Some(chunk) = body.next().await {
+                match chunk {
+                    Ok(c) if whole.len() + c.len() <= MAX_WHOLE_REPLY_BYTES => {
+                        whole.extend_from_slice(&c)
+                    }
+                    Ok(_) => {
+                        broken = Some(BackendError::protocol(format!(
+                            "the provider's reply is over {MAX_WHOLE_REPLY_BYTES} bytes"
+                        )));
+                        break;
+                    }
+                    Err(e) => {
+                        broken = Some(e);
+                        break;
+                    }
+                }
+            }
+            let events = match broken {
+                Some(e) => vec![BackendEvent::Error(e)],
+                None => ReplyTap::whole(call.provider, &whole),
+            };
+            for ev in &events {
+                assembler.push(ev);
+            }
+            self.save_reply(&mut saver, &mut assembler, &mut outcome)
+                .await?;
+            if outcome.error.is_some() {
+                let _ = sink.send(GatewayEvent::Abort).await;
+            } else {
+                let _ = sink.send(GatewayEvent::Chunk(Bytes::from(whole))).await;
+            }
+        }
+        self.vectors_behind(tenant, &call.conversation_id);
+        if call.summarizes && outcome.reply_status == Some(MessageStatus::Complete) {
+            self.compact_after_turn(
+                tenant,
+                &call.conversation_id,
+                call.format,
+                &PolicyOverrides::default(),
+                &call.stats,
+                call.window_first,
+            );
+        }
+        Ok(outcome)
+    }
+
+    /// Saves what the assembler holds as the reply (complete or partial) into `outcome`.
+    async fn save_reply(
+        &self,
+        saver: &mut ReplySaver<'_>,
+        assembler: &mut Assembler,
+        outcome: &mut GatewayOutcome,
+    ) -> Result<(), EngineError> {
+        let reply = std::mem::replace(assembler, Assembler::new()).finish();
+        let status = if reply.is_complete() {
+            MessageStatus::Complete
+        } else {
+            MessageStatus::Partial
+        };
+        if reply.has_content() || saver.seq.is_some() {
+            saver
+                .save(
+                    &reply.message,
+                    status,
+                    &reply.usage,
+                    reply.stop_reason.as_deref(),
+                    reply.error.as_ref(),
+                )
+                .await?;
+            outcome.reply_status = Some(status);
+        }
+        outcome.reply_seq = saver.seq;
+        outcome.usage = reply.usage;
+        outcome.error = reply.error;
+        Ok(())
+    }
+}

@@ -1,0 +1,445 @@
+//! Forwarding a request body to a provider unchanged, for recall's gateway (issue 17): the
+//! response comes back as the provider sent it (status, the headers a client reads, the body
+//! bytes as they arrive), and [`ReplyTap`] reads the same bytes into [`BackendEvent`]s so
+//! the reply can be stored while the client receives it untouched.
+//!
+//! Unlike the [`Backend`](crate::Backend) adapters, nothing is retried here: a 429 or a 5xx
+//! goes back to the client, whose SDK retries as it always does.
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use recall_core::gateway::Provider;
+pub use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{json, Value};
+
+use crate::anthropic::{AnthropicDecoder, ANTHROPIC_VERSION};
+use crate::error::{BackendError, BackendErrorKind};
+use crate::event::BackendEvent;
+use crate::http::{self, Flow, HttpConfig, SseDecoder, Timeouts};
+use crate::openai::{chat_path, OpenAiDecoder};
+use crate::sse::{SseEvent, SseParser};
+
+/// A provider the gateway forwards to: its URL, key and time limits.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    provider: Provider,
+    client: reqwest::Client,
+    url: reqwest::Url,
+    api_key: Option<crate::ApiKey>,
+    timeouts: Timeouts,
+}
+
+/// The request headers a client's SDK sends that the provider must see as well. Everything
+/// else (the client's key above all: it is recall's key) stays at recall.
+const FORWARDED_REQUEST_HEADERS: [&str; 2] = ["anthropic-version", "anthropic-beta"];
+
+/// Whether a provider's response header goes back to the client: the content type, the
+/// provider's request id, `retry-after` and the rate-limit headers SDKs read.
+fn forwarded_response_header(name: &str) -> bool {
+    matches!(name, "content-type" | "retry-after" | "request-id")
+        || name.starts_with("anthropic-ratelimit-")
+        || name.starts_with("x-ratelimit-")
+        || name.starts_with("openai-")
+        || name.starts_with("retry-after-")
+}
+
+/// The provider's answer: its status, the headers a client reads, and the body as it
+/// arrives.
+pub struct UpstreamResponse {
+    pub status: u16,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The body's chunks; an `Err` ends it (a dropped connection, a silence longer than the
+    /// idle limit).
+    pub body: BoxStream<'static, Result<Bytes, BackendError>>,
+}
+
+impl std::fmt::Debug for UpstreamResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamResponse")
+            .field("status", &self.status)
+            .field("headers", &self.headers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upstream {
+    /// The upstream of `provider` at `config`'s base URL (Anthropic: the API root, requests
+    /// go to `/v1/messages`; OpenAI-compatible: with or without `/v1`, requests go to
+    /// `…/chat/completions`), sending `config`'s key.
+    pub fn new(provider: Provider, config: &HttpConfig) -> Result<Upstream, BackendError> {
+        let path = match provider {
+            Provider::Anthropic => "/v1/messages",
+            Provider::OpenAi => chat_path(&config.base_url),
+        };
+        Ok(Upstream {
+            provider,
+            client: http::client(&config.timeouts)?,
+            url: http::join_url(&config.base_url, path)?,
+            api_key: config.api_key.clone(),
+            timeouts: config.timeouts,
+        })
+    }
+
+    /// Which API this upstream speaks.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// Posts `body` (JSON) with the provider's key and the `client_headers` it must see
+    /// (`anthropic-version`, `anthropic-beta`), and returns once the response head arrives.
+    /// `Err` only when no response came (connection refused, a timeout): a provider's error
+    /// status is an `Ok` carrying it.
+    pub async fn send(
+        &self,
+        body: Vec<u8>,
+        client_headers: &HeaderMap,
+        stream: bool,
+    ) -> Result<UpstreamResponse, BackendError> {
+        let headers = self.headers(client_headers, stream)?;
+        let secret = self.api_key.as_ref().map(|k| k.expose().to_string());
+        let send = self
+            .client
+            .post(self.url.clone())
+            .headers(headers)
+            .body(body)
+            .send();
+        let resp = tokio::time::timeout(self.timeouts.idle, send)
+            .await
+            .map_err(|_| {
+                BackendError::new(BackendErrorKind::Timeout {
+                    after: self.timeouts.idle,
+                })
+            })?
+            .map_err(|e| http::transport_error(&e, secret.as_deref(), false))?;
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .filter(|(n, _)| forwarded_response_header(n.as_str()))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        let idle = self.timeouts.idle;
+        let body = futures::stream::unfold(
+            (resp.bytes_stream(), secret),
+            move |(mut s, secret)| async move {
+                let next = match tokio::time::timeout(idle, s.next()).await {
+                    Err(_) => Some(Err(BackendError::new(BackendErrorKind::Timeout {
+                        after: idle,
+                    }))),
+                    Ok(None) => None,
+                    Ok(Some(Ok(b))) => Some(Ok(b)),
+                    Ok(Some(Err(e))) => {
+                        let mut err = http::transport_error(&e, secret.as_deref(), true);
+                        if let BackendErrorKind::Connect { message } = err.kind {
+                            err.kind = BackendErrorKind::Stream { message };
+                        }
+                        Some(Err(err))
+                    }
+                };
+                next.map(|item| (item, (s, secret)))
+            },
+        );
+        Ok(UpstreamResponse {
+            status,
+            headers,
+            body: body.boxed(),
+        })
+    }
+
+    fn headers(&self, client: &HeaderMap, stream: bool) -> Result<HeaderMap, BackendError> {
+        let (name, prefix) = match self.provider {
+            Provider::Anthropic => ("x-api-key", ""),
+            Provider::OpenAi => ("authorization", "Bearer "),
+        };
+        let mut h = http::stream_headers(self.api_key.as_ref(), name, prefix)?;
+        if !stream {
+            h.insert(
+                reqwest::header::ACCEPT,
+                HeaderValue::from_static("application/json"),
+            );
+        }
+        if self.provider == Provider::Anthropic {
+            h.insert(
+                "anthropic-version",
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            );
+        }
+        for name in FORWARDED_REQUEST_HEADERS {
+            if let Some(v) = client.get(name) {
+                h.insert(name, v.clone());
+            }
+        }
+        Ok(h)
+    }
+}
+
+/// Reads a provider's reply, streamed (SSE bytes, chunk by chunk) or whole (a JSON body),
+/// into [`BackendEvent`]s, ending with one terminal event; an [`Assembler`](crate::Assembler)
+/// folds them into the message to store.
+///
+/// ```
+/// use recall_core::gateway::Provider;
+/// use recall_llm::{proxy::ReplyTap, Assembler};
+/// let mut tap = ReplyTap::new(Provider::OpenAi);
+/// let mut a = Assembler::new();
+/// for ev in tap.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n") {
+///     a.push(&ev);
+/// }
+/// assert_eq!(a.finish().text(), "Hi");
+/// ```
+pub struct ReplyTap {
+    parser: SseParser,
+    decoder: Box<dyn SseDecoder>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for ReplyTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplyTap")
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReplyTap {
+    /// A tap for `provider`'s event stream.
+    pub fn new(provider: Provider) -> ReplyTap {
+        let decoder: Box<dyn SseDecoder> = match provider {
+            Provider::Anthropic => Box::new(AnthropicDecoder::new()),
+            Provider::OpenAi => Box::<OpenAiDecoder>::default(),
+        };
+        ReplyTap {
+            parser: SseParser::default(),
+            decoder,
+            finished: false,
+        }
+    }
+
+    /// True once a terminal event was returned.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The events the bytes complete (none after the terminal one).
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<BackendEvent> {
+        let mut out = Vec::new();
+        if self.finished {
+            return out;
+        }
+        match self.parser.feed(chunk) {
+            Ok(events) => {
+                for ev in events {
+                    self.event(ev, &mut out);
+                    if self.finished {
+                        break;
+                    }
+                }
+            }
+            Err(msg) => self.fail(BackendError::protocol(msg), &mut out),
+        }
+        out
+    }
+
+    /// The body ended: the last events (an error when the reply was not complete).
+    pub fn finish(&mut self) -> Vec<BackendEvent> {
+        let mut out = Vec::new();
+        if !self.finished {
+            self.decoder.on_eof(&mut out);
+            self.finished = true;
+        }
+        out
+    }
+
+    /// The stream stopped for `error` (the client or the provider went away).
+    pub fn fail_with(&mut self, error: BackendError) -> Vec<BackendEvent> {
+        let mut out = Vec::new();
+        if !self.finished {
+            self.fail(error, &mut out);
+        }
+        out
+    }
+
+    fn event(&mut self, ev: SseEvent, out: &mut Vec<BackendEvent>) {
+        match self.decoder.on_event(ev, out) {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Finished) => self.finished = true,
+            Err(e) => self.fail(e, out),
+        }
+    }
+
+    fn fail(&mut self, e: BackendError, out: &mut Vec<BackendEvent>) {
+        out.push(BackendEvent::Error(e));
+        self.finished = true;
+    }
+
+    /// The events of a whole (non-streamed) JSON reply: the provider's response read as the
+    /// stream of the same reply would be, so both paths store the same message.
+    pub fn whole(provider: Provider, body: &[u8]) -> Vec<BackendEvent> {
+        let mut tap = ReplyTap::new(provider);
+        let value: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => {
+                return tap.fail_with(BackendError::protocol(format!(
+                    "the provider's reply is not JSON: {e}"
+                )))
+            }
+        };
+        let events = match provider {
+            Provider::Anthropic => anthropic_events(&value),
+            Provider::OpenAi => openai_events(&value),
+        };
+        let mut out = Vec::new();
+        for data in events {
+            if tap.finished {
+                break;
+            }
+            tap.event(
+                SseEvent {
+                    event: String::new(),
+                    data: match data {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    },
+                },
+                &mut out,
+            );
+        }
+        out.extend(tap.finish());
+        out
+    }
+}
+
+/// An Anthropic message as the stream would have carried it.
+fn anthropic_events(m: &Value) -> Vec<Value> {
+    let mut out = vec![json!({"type": "message_start", "message": {
+        "id": m.get("id"), "usage": m.get("usage"),
+    }})];
+    for (i, block) in m
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        out.push(json!({"type": "content_block_start", "index": i, "content_block": block}));
+        out.push(json!({"type": "content_block_stop", "index": i}));
+    }
+    out.push(json!({"type": "message_delta",
+        "delta": {"stop_reason": m.get("stop_reason")}, "usage": m.get("usage")}));
+    out.push(json!({"type": "message_stop"}));
+    out
+}
+
+/// An OpenAI chat completion as one chunk of its stream, then `[DONE]`.
+fn openai_events(c: &Value) -> Vec<Value> {
+    let choice = c.get("choices").and_then(|c| c.get(0));
+    let message = choice.and_then(|c| c.get("message"));
+    let field = |k: &str| message.and_then(|m| m.get(k)).cloned();
+    let calls: Vec<Value> = field("tool_calls")
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut call)| {
+            if let Value::Object(o) = &mut call {
+                o.insert("index".into(), i.into());
+            }
+            call
+        })
+        .collect();
+    let delta = json!({
+        "content": field("content"),
+        "reasoning_content": field("reasoning_content"),
+        "tool_calls": calls,
+    });
+    vec![
+        json!({"choices": [{"delta": delta,
+            "finish_reason": choice.and_then(|c| c.get("finish_reason"))}],
+            "usage": c.get("usage")}),
+        Value::String("[DONE]".into()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Assembler;
+
+    fn assemble(events: Vec<BackendEvent>) -> crate::AssembledReply {
+        let mut a = Assembler::new();
+        for ev in &events {
+            a.push(ev);
+        }
+        a.finish()
+    }
+
+    #[test]
+    fn an_anthropic_stream_split_anywhere_gives_the_same_reply() {
+        let sse = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":3}}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Héllo\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        )
+        .as_bytes();
+        for cut in 0..sse.len() {
+            let mut tap = ReplyTap::new(Provider::Anthropic);
+            let mut events = tap.feed(&sse[..cut]);
+            events.extend(tap.feed(&sse[cut..]));
+            events.extend(tap.finish());
+            let reply = assemble(events);
+            assert_eq!(reply.text(), "Héllo");
+            assert!(reply.is_complete());
+            assert_eq!(reply.usage.cache_read_input_tokens, Some(3));
+            assert_eq!(reply.usage.output_tokens, Some(2));
+        }
+    }
+
+    #[test]
+    fn a_cut_stream_is_partial() {
+        let mut tap = ReplyTap::new(Provider::Anthropic);
+        let mut events = tap.feed(b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"Hal\"}}\n\n");
+        events.extend(tap.finish());
+        let reply = assemble(events);
+        assert_eq!(reply.text(), "Hal");
+        assert!(!reply.is_complete());
+    }
+
+    #[test]
+    fn whole_replies_read_like_their_streams() {
+        let body = br#"{"id":"msg_1","type":"message","role":"assistant","content":[
+            {"type":"text","text":"Let me look."},
+            {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}}],
+            "stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":4}}"#;
+        let reply = assemble(ReplyTap::whole(Provider::Anthropic, body));
+        assert!(reply.is_complete());
+        assert_eq!(reply.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(reply.usage.input_tokens, Some(10));
+        let json = recall_core::message::content_json(&reply.message.content);
+        assert_eq!(
+            json,
+            json!([{"type":"text","text":"Let me look."},
+                   {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Oslo"}}])
+        );
+
+        let body = br#"{"id":"c","object":"chat.completion","choices":[{"index":0,
+            "message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1",
+            "type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},
+            "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#;
+        let reply = assemble(ReplyTap::whole(Provider::OpenAi, body));
+        assert!(reply.is_complete());
+        assert_eq!(reply.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(reply.usage.input_tokens, Some(7));
+        let json = recall_core::message::content_json(&reply.message.content);
+        assert_eq!(
+            json,
+            json!([{"type":"tool_use","id":"call_1","name":"f","input":{"a":1}}])
+        );
+
+        let reply = assemble(ReplyTap::whole(Provider::OpenAi, b"<html>"));
+        assert!(!reply.is_complete());
+    }
+}
