@@ -47,8 +47,9 @@ pub struct Incoming {
     /// Everything of the body but the history and the system prompt (model, max_tokens,
     /// tools, stream, …), in the client's order: passed upstream unchanged.
     pub rest: Map<String, Value>,
-    /// The client's system prompt as sent: Anthropic's `system` (a string or text blocks),
-    /// or OpenAI's `system`/`developer` messages, in order. Sent upstream each time, never
+    /// The client's system prompt as sent: Anthropic's `system` (a string or text blocks)
+    /// then the content of any `system` message in its history, or OpenAI's
+    /// `system`/`developer` messages, in order. Sent upstream each time, never
     /// stored: clients send it with every request and change it freely.
     pub system: Vec<Value>,
     /// The conversation messages as sent (system messages taken out).
@@ -94,9 +95,22 @@ pub fn split_request(provider: Provider, body: Value) -> Result<Incoming, BadReq
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(BadRequest("stream: must be true or false".into())),
     };
-    let (system, messages) = match provider {
+    // System messages in the history (OpenAI's `system`/`developer`; Anthropic's mid-history
+    // `system` messages, which the Claude Code CLI sends) join the system prompt.
+    let (in_history, messages): (Vec<Value>, Vec<Value>) = messages.into_iter().partition(|m| {
+        matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("system" | "developer")
+        )
+    });
+    if messages.is_empty() {
+        return Err(BadRequest(
+            "messages: at least one message besides system messages is required".into(),
+        ));
+    }
+    let system = match provider {
         Provider::Anthropic => {
-            let system = match rest.shift_remove("system") {
+            let mut system = match rest.shift_remove("system") {
                 None | Some(Value::Null) => vec![],
                 Some(Value::String(s)) if s.is_empty() => vec![],
                 Some(s @ Value::String(_)) => vec![s],
@@ -117,23 +131,20 @@ pub fn split_request(provider: Provider, body: Value) -> Result<Incoming, BadReq
                     ))
                 }
             };
-            (system, messages)
-        }
-        Provider::OpenAi => {
-            let (system, messages): (Vec<Value>, Vec<Value>) =
-                messages.into_iter().partition(|m| {
-                    matches!(
-                        m.get("role").and_then(Value::as_str),
-                        Some("system" | "developer")
-                    )
-                });
-            if messages.is_empty() {
-                return Err(BadRequest(
-                    "messages: at least one message besides system messages is required".into(),
-                ));
+            for m in in_history {
+                match m.get("content") {
+                    Some(s @ Value::String(_)) => system.push(s.clone()),
+                    Some(Value::Array(blocks)) => system.extend(blocks.iter().cloned()),
+                    _ => {
+                        return Err(BadRequest(
+                            "messages: a system message needs text content".into(),
+                        ))
+                    }
+                }
             }
-            (system, messages)
+            system
         }
+        Provider::OpenAi => in_history,
     };
     Ok(Incoming {
         rest,
@@ -525,6 +536,28 @@ mod tests {
         assert_eq!(inc.system, vec![json!({"role": "system", "content": "S"})]);
         assert_eq!(inc.messages, vec![json!({"role": "user", "content": "hi"})]);
         assert!(!inc.stream);
+    }
+
+    #[test]
+    fn anthropic_system_messages_join_the_system_prompt() {
+        let inc = split_request(
+            Provider::Anthropic,
+            json!({"system": "S", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": "Agents: a, b."},
+                {"role": "system", "content": [{"type": "text", "text": "More."}]}
+            ]}),
+        )
+        .unwrap();
+        assert_eq!(
+            inc.system,
+            vec![
+                json!("S"),
+                json!("Agents: a, b."),
+                json!({"type": "text", "text": "More."})
+            ]
+        );
+        assert_eq!(inc.messages, vec![json!({"role": "user", "content": "hi"})]);
     }
 
     #[test]

@@ -150,11 +150,6 @@ impl Engine {
             &ParseOptions::strict(),
         )?;
         let messages: Vec<Message> = parsed.messages.into_iter().map(|m| m.message).collect();
-        if messages.iter().any(|m| m.role == recall_core::Role::System) {
-            return Err(EngineError::Invalid(
-                "messages: a system message belongs in the system prompt".into(),
-            ));
-        }
 
         let named = req
             .conversation
