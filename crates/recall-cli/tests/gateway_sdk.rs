@@ -205,7 +205,10 @@ fn claude_code_holds_a_session_through_the_gateway() {
     let gw = start_gateway(&fake);
     let out = recall_cmd(&gw.db)
         .args(["conversations", "new", "--title", "claude session"])
-        .args(["--policy", r#"{"format":"anthropic","max_turns":2,"max_tokens":4000,"recall_tokens":1000}"#])
+        .args([
+            "--policy",
+            r#"{"format":"anthropic","max_turns":2,"max_tokens":4000,"recall_tokens":1000}"#,
+        ])
         .env("RECALL_TENANT", "sdk")
         .output()
         .unwrap();

@@ -315,6 +315,8 @@ pub(crate) struct ReplySaver<'a> {
     model: Option<String>,
     pub(crate) seq: Option<i64>,
     last_save: Option<Instant>,
+    /// Set: the first partial save waits until then (see [`ReplySaver::deferred`]).
+    first_save_at: Option<Instant>,
 }
 
 impl<'a> ReplySaver<'a> {
@@ -344,13 +346,25 @@ impl<'a> ReplySaver<'a> {
             model,
             seq: None,
             last_save: None,
+            first_save_at: None,
         }
+    }
+
+    /// The first partial save waits [`PARTIAL_SAVE_INTERVAL`] from now: a reply that ends
+    /// sooner is written once, complete (an append, where a partial save and its rewrite
+    /// would also step the stable windows back), and a process killed mid-stream still
+    /// loses at most that interval of it.
+    pub(crate) fn deferred(mut self) -> Self {
+        self.first_save_at = Some(Instant::now() + PARTIAL_SAVE_INTERVAL);
+        self
     }
 
     /// True when a partial save is due: never saved yet, or the interval has passed.
     pub(crate) fn due(&self) -> bool {
-        self.last_save
-            .is_none_or(|t| t.elapsed() >= PARTIAL_SAVE_INTERVAL)
+        match self.last_save {
+            Some(t) => t.elapsed() >= PARTIAL_SAVE_INTERVAL,
+            None => self.first_save_at.is_none_or(|at| Instant::now() >= at),
+        }
     }
 
     pub(crate) async fn save(

@@ -109,6 +109,26 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// [`Engine::context`] of a conversation already read: its stored policy decides the
+    /// window read, so the window is read once (where `context` first guesses that there is
+    /// no stored policy, which a gateway conversation always has).
+    pub(crate) async fn context_of(
+        &self,
+        tenant: &str,
+        conv: &Conversation,
+        req: &ContextRequest,
+    ) -> Result<ContextOutput, EngineError> {
+        let resolved = resolve(conv, req)?;
+        let window = self
+            .store
+            .context_window(tenant, &conv.id, &resolved.policy)
+            .await?;
+        self.build(tenant, &conv.id, conv, window, req, resolved)
+            .await
+    }
+}
+
 /// The policy the window is read under: `policy`, with a character budget of `max_bytes` when
 /// that bounds the read (a sliding window without caps) and the policy has none as tight.
 fn guarded(policy: &Policy, max_bytes: Option<usize>) -> Policy {

@@ -17,7 +17,7 @@ use recall_core::gateway::{
 };
 use recall_core::message::Message;
 use recall_core::parse::{conversation_from_value, ParseOptions};
-use recall_core::policy::{ConversationPolicy, PolicyOverrides};
+use recall_core::policy::{ConversationPolicy, Policy, PolicyOverrides};
 use recall_core::select::Stats;
 use recall_core::Prompt;
 use recall_llm::proxy::{HeaderMap, HeaderName, HeaderValue, ReplyTap, Upstream};
@@ -156,10 +156,30 @@ impl Engine {
             .as_deref()
             .map(str::trim)
             .filter(|c| !c.is_empty() && *c != "new");
-        let (mut conv, created) = match named {
-            Some(id) => (self.store.get_conversation(tenant, id).await?, false),
-            None => (
-                self.store
+        // The conversation and its newest messages (the anchor a mirrored history is matched
+        // on) in one read: the window of its last two turns.
+        let (mut conv, tail, created) = match named {
+            Some(id) => {
+                let last_turns = Policy {
+                    max_turns: Some(2),
+                    ..Policy::default()
+                };
+                let (conv, window) = self
+                    .store
+                    .conversation_window(tenant, id, &last_turns)
+                    .await?;
+                let skip = window.messages.len().saturating_sub(MIRROR_ANCHOR);
+                let tail: Vec<Message> = window
+                    .messages
+                    .into_iter()
+                    .skip(skip)
+                    .map(|h| h.message)
+                    .collect();
+                (conv, tail, false)
+            }
+            None => {
+                let conv = self
+                    .store
                     .create_conversation(
                         tenant,
                         NewConversation {
@@ -172,23 +192,11 @@ impl Engine {
                             }),
                         },
                     )
-                    .await?,
-                true,
-            ),
+                    .await?;
+                (conv, Vec::new(), true)
+            }
         };
-
         let stored_len = usize::try_from(conv.message_count).unwrap_or(0);
-        let tail = if stored_len == 0 {
-            vec![]
-        } else {
-            let after = (conv.last_seq - MIRROR_ANCHOR as i64).max(0);
-            self.store
-                .messages(tenant, &conv.id, after, MIRROR_ANCHOR as u32)
-                .await?
-                .into_iter()
-                .map(|m| m.message)
-                .collect()
-        };
         let (mode, new) = match match_history(stored_len, &tail, &messages) {
             HistoryMatch::Append => (GatewayMode::Append, &messages[..]),
             HistoryMatch::Mirror { from } => (GatewayMode::Mirror, &messages[from..]),
@@ -224,7 +232,7 @@ impl Engine {
         }
 
         let context = self
-            .context(tenant, &conv.id, &ContextRequest::new(provider.format()))
+            .context_of(tenant, &conv, &ContextRequest::new(provider.format()))
             .await?;
         let Prompt::Json(rendered) = &context.prompt else {
             return Err(EngineError::Invalid(
@@ -273,7 +281,8 @@ impl Engine {
     }
 
     /// Sends `call` to `upstream` and passes the answer to `sink` as it arrives, storing the
-    /// reply: `partial` every [`crate::PARTIAL_SAVE_INTERVAL`] while it streams, then
+    /// reply: `partial` every [`crate::PARTIAL_SAVE_INTERVAL`] while it streams (the first time
+    /// after that interval: a quick reply is written once), then
     /// `complete` (before the client gets the bytes that end it), or `partial` when the
     /// provider's stream breaks or the client goes away (`sink` closed). An error status
     /// passes through and stores nothing. Run it to completion in a task of its own.
@@ -336,7 +345,8 @@ impl Engine {
             &call.conversation_id,
             call.provider.name(),
             call.model.clone(),
-        );
+        )
+        .deferred();
         let mut assembler = Assembler::new();
         if call.stream {
             let mut tap = ReplyTap::new(call.provider);

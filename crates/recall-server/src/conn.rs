@@ -107,7 +107,13 @@ pub(crate) async fn serve(
 async fn accept(listener: &TcpListener) -> (TcpStream, SocketAddr) {
     loop {
         match listener.accept().await {
-            Ok(c) => return c,
+            Ok(c) => {
+                // Streams write small pieces (SSE events, the gateway's chunks): without
+                // TCP_NODELAY, Nagle holds one back until the peer acknowledges the last,
+                // which a delayed ACK puts off by some 40 ms.
+                let _ = c.0.set_nodelay(true);
+                return c;
+            }
             Err(e)
                 if matches!(
                     e.kind(),

@@ -36,8 +36,12 @@ pub const CONVERSATION_HEADER: HeaderName = HeaderName::from_static("x-recall-co
 /// `retry` or `fork`.
 pub const MODE_HEADER: HeaderName = HeaderName::from_static("x-recall-mode");
 
+/// `Server-Timing: recall;dur=MS`: recall's own time on the request before forwarding it
+/// (reading, storing, building the context), in milliseconds.
+pub const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+
 /// The providers a server forwards to, and the policy of the conversations it creates.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Gateway {
     pub anthropic: Option<Arc<Upstream>>,
     pub openai: Option<Arc<Upstream>>,
@@ -53,6 +57,12 @@ impl std::fmt::Debug for Gateway {
             .field("openai", &self.openai.is_some())
             .field("policy", &self.policy)
             .finish()
+    }
+}
+
+impl Default for Gateway {
+    fn default() -> Self {
+        Gateway::new()
     }
 }
 
@@ -181,6 +191,11 @@ async fn handle(
         reply_headers.insert(CONVERSATION_HEADER, v);
     }
     reply_headers.insert(MODE_HEADER, HeaderValue::from_static(mode.name()));
+    // recall's own time before forwarding, for whoever measures what the gateway adds.
+    if let Ok(v) = HeaderValue::from_str(&format!("recall;dur={:.3}", added.as_secs_f64() * 1000.0))
+    {
+        reply_headers.insert(SERVER_TIMING, v);
+    }
     let (status, upstream_headers) = match rx.recv().await {
         Some(GatewayEvent::Head { status, headers }) => (status, headers),
         _ => {

@@ -187,15 +187,33 @@ pub(crate) const DELETE_CONVERSATION: &str =
 pub(crate) const CURRENT_STABLE_WINDOWS: &str = "SELECT policy_key, start_seq, cost \
      FROM stable_windows WHERE conversation_id = $1 AND last_seq = $2";
 
-/// A stable window's state: conversation `$1`, key `$2`, start `$3`, cost `$4`, last seq `$5`.
-pub(crate) const UPDATE_STABLE_WINDOW: &str = "UPDATE stable_windows SET start_seq = $3, \
-     cost = $4, last_seq = $5 WHERE conversation_id = $1 AND policy_key = $2";
+/// A stable window's state: conversation `$1`, key `$2`, start `$3`, cost `$4`, last seq `$5`;
+/// the state it replaces is kept as the window's previous one (the right-hand sides read the
+/// row as it was).
+pub(crate) const UPDATE_STABLE_WINDOW: &str = "UPDATE stable_windows SET prev_start = start_seq, \
+     prev_cost = cost, prev_last = last_seq, start_seq = $3, cost = $4, last_seq = $5 \
+     WHERE conversation_id = $1 AND policy_key = $2";
+
+/// Message `$2` of conversation `$1` changed size: the stable windows that counted it step
+/// back to their previous state when that state is from before it (an exact earlier state of
+/// the same fold; the next read catches it up over the window's messages)...
+pub(crate) const ROLL_BACK_STABLE_WINDOWS: &str = "UPDATE stable_windows SET \
+     start_seq = prev_start, cost = prev_cost, last_seq = prev_last, prev_start = NULL, \
+     prev_cost = NULL, prev_last = NULL WHERE conversation_id = $1 AND last_seq >= $2 \
+     AND prev_last IS NOT NULL AND prev_last < $2";
+
+/// ...and the others that counted it are dropped (the next read folds them again); windows
+/// that have not reached it yet are unaffected.
+pub(crate) const DROP_STABLE_WINDOWS_FROM: &str =
+    "DELETE FROM stable_windows WHERE conversation_id = $1 AND last_seq >= $2";
 
 /// Saves a caught-up stable window's state (parameters as [`UPDATE_STABLE_WINDOW`]) unless a
 /// newer one is stored.
 pub(crate) const SAVE_STABLE_WINDOW: &str = "INSERT INTO stable_windows (conversation_id, \
      policy_key, start_seq, cost, last_seq) VALUES ($1, $2, $3, $4, $5) \
-     ON CONFLICT (conversation_id, policy_key) DO UPDATE SET start_seq = excluded.start_seq, \
+     ON CONFLICT (conversation_id, policy_key) DO UPDATE SET \
+     prev_start = stable_windows.start_seq, prev_cost = stable_windows.cost, \
+     prev_last = stable_windows.last_seq, start_seq = excluded.start_seq, \
      cost = excluded.cost, last_seq = excluded.last_seq \
      WHERE stable_windows.last_seq < excluded.last_seq";
 

@@ -1500,6 +1500,49 @@ async fn stale_stable_window_caught_up(s: &dyn Store, raw: Raw<'_>) {
     }
 }
 
+/// A streamed reply is appended as partial and rewritten as it grows: each rewrite steps the
+/// windows that counted it back to their state before it (kept, not dropped), and the next
+/// context build catches them up to exactly what the pure fold over the whole conversation
+/// gives, the reply at its final size.
+async fn stable_window_steps_back_on_a_streamed_reply(s: &dyn Store, raw: Raw<'_>) {
+    let mut rng = Rng::new(31);
+    for (n, p) in stable_policies().into_iter().enumerate() {
+        let id = new_conv(s).await;
+        s.append(T, &id, complete(common::conversation(&mut rng, 30)))
+            .await
+            .unwrap();
+        check_window(s, T, &id, &p, "first build").await;
+        for turn in 0..12 {
+            let what = format!("policy {n} turn {turn}");
+            s.append(T, &id, complete(vec![user("what next?")]))
+                .await
+                .unwrap();
+            let before = only_row(raw, &id, &what).await;
+            let reply = |k: usize| assistant(&"streamed words ".repeat(1 + k * (turn + 1) * 9));
+            let seq = s.append(T, &id, vec![partial(reply(0))]).await.unwrap()[0].seq;
+            for k in 1..4 {
+                s.update_message(T, &id, seq, partial(reply(k)))
+                    .await
+                    .unwrap();
+                let row = only_row(raw, &id, &what).await;
+                assert!(
+                    row.3 < seq,
+                    "{what}: the window still counts the old size {row:?}"
+                );
+                assert_eq!(
+                    row, before,
+                    "{what}: stepped back to its state before the reply"
+                );
+            }
+            s.update_message(T, &id, seq, NewMessage::complete(reply(4)))
+                .await
+                .unwrap();
+            check_window(s, T, &id, &p, &what).await;
+            check_row(s, raw, &id, &p, &what).await;
+        }
+    }
+}
+
 /// Updating a message's size or clearing the conversation discards the window; appends do
 /// not recreate it, and the next context build starts it over from the messages present.
 async fn stable_window_reset_by_update_and_clear(s: &dyn Store, raw: Raw<'_>) {
@@ -1631,4 +1674,5 @@ raw_suite!(
     stable_window_advanced_on_append,
     stale_stable_window_caught_up,
     stable_window_reset_by_update_and_clear,
+    stable_window_steps_back_on_a_streamed_reply,
 );

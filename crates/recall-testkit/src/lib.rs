@@ -182,6 +182,11 @@ impl FakeServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.log.lock().unwrap().clone()
     }
+
+    /// The newest request received (without copying the others).
+    pub fn last_request(&self) -> Option<Recorded> {
+        self.log.lock().unwrap().last().cloned()
+    }
 }
 
 fn respond(reply: Reply) -> Response {

@@ -10,6 +10,8 @@
 //!   tool results gets words;
 //! - a question (a `?` in it): `I was sent N messages. You said: A | B | C` (the user texts,
 //!   oldest first), so a test sees whether the history reached the model;
+//! - `[long]` in it: `I was sent N messages.` and filler to 1,500 characters (a model's usual
+//!   answer, for benchmarks);
 //! - anything else: `I was sent N messages.`
 //!
 //! Cache (Anthropic): the prompt is the sequence of blocks (tools, system blocks, then each
@@ -92,6 +94,11 @@ impl FakeProvider {
         self.server.requests()
     }
 
+    /// The newest request received.
+    pub fn last_request(&self) -> Option<Recorded> {
+        self.server.last_request()
+    }
+
     /// Usage summed over the Anthropic requests so far.
     pub fn totals(&self) -> CacheTotals {
         *self.totals.lock().unwrap_or_else(|e| e.into_inner())
@@ -126,8 +133,17 @@ fn user_texts(body: &Value) -> Vec<String> {
 fn reply_text(body: &Value) -> String {
     let n = body["messages"].as_array().map_or(0, Vec::len);
     let texts = user_texts(body);
-    if texts.last().is_some_and(|t| t.contains('?')) {
+    let last = texts.last().map_or("", String::as_str);
+    if last.contains('?') {
         format!("I was sent {n} messages. You said: {}", texts.join(" | "))
+    } else if last.contains("[long]") {
+        // A reply the size of a model's usual answer (1,500 characters).
+        let mut r = format!("I was sent {n} messages. ");
+        while r.len() < 1500 {
+            r.push_str("Here is a longer answer about the plan. ");
+        }
+        r.truncate(1500);
+        r
     } else {
         format!("I was sent {n} messages.")
     }

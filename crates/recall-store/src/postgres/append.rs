@@ -15,9 +15,9 @@ use crate::fork_plan::Segment;
 use crate::model::{Appended, Figures};
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
-    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, DELETE_STABLE_WINDOWS,
-    IDS_PER_LOOKUP, MESSAGE_FIGURES, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING, SAVE_STABLE_WINDOW,
-    SHIFT_RUNNING, UPDATE_MESSAGE, UPDATE_STABLE_WINDOW,
+    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM,
+    IDS_PER_LOOKUP, MESSAGE_FIGURES, ROLL_BACK_STABLE_WINDOWS, ROWS_PER_INSERT, RUNNING,
+    SAVE_RUNNING, SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE, UPDATE_STABLE_WINDOW,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
@@ -300,11 +300,14 @@ impl PgStore {
                 q = q.bind(d);
             }
             q.execute(&mut *tx).await?;
-            // Stable windows counted the old size.
-            sqlx::query(DELETE_STABLE_WINDOWS)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            // Stable windows that counted the old size step back, or go.
+            for sql in [ROLL_BACK_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM] {
+                sqlx::query(sql)
+                    .bind(id)
+                    .bind(seq)
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         r.shift(delta);
         Self::save_running(&mut tx, id, &r).await?;

@@ -11,8 +11,8 @@ use crate::error::StoreError;
 use crate::model::Figures;
 use crate::stable::StableRow;
 use crate::statements::{
-    DELETE_MESSAGES, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SAVE_STABLE_WINDOW, SHIFT_RUNNING,
-    UPDATE_MESSAGE,
+    DELETE_MESSAGES, DELETE_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM, MESSAGE_FIGURES,
+    ROLL_BACK_STABLE_WINDOWS, SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
@@ -89,8 +89,11 @@ pub(super) fn update_message(
     if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
         tx.prepare_cached(SHIFT_RUNNING)?
             .execute(named(&[&id, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts]).as_slice())?;
-        // Stable windows counted the old size.
-        tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
+        // Stable windows that counted the old size step back, or go.
+        for sql in [ROLL_BACK_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM] {
+            tx.prepare_cached(sql)?
+                .execute(named(&[&id, &seq]).as_slice())?;
+        }
     }
     r.shift(delta);
     save_running(tx, id, &r)
