@@ -171,6 +171,16 @@ async fn no_auth_refuses_other_hosts_and_origins_on_every_route() {
             "/mcp".into(),
             Some(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
         ),
+        (
+            Method::POST,
+            "/anthropic/v1/messages".into(),
+            Some(json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})),
+        ),
+        (
+            Method::POST,
+            "/openai/v1/chat/completions".into(),
+            Some(json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
+        ),
         (Method::GET, "/healthz".into(), None),
         (Method::GET, "/metrics".into(), None),
         (Method::GET, "/openapi.json".into(), None),
