@@ -174,7 +174,9 @@ async fn no_auth_refuses_other_hosts_and_origins_on_every_route() {
         (
             Method::POST,
             "/anthropic/v1/messages".into(),
-            Some(json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})),
+            Some(
+                json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}),
+            ),
         ),
         (
             Method::POST,
