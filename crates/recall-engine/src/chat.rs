@@ -9,7 +9,9 @@ use recall_core::context::{ContextOutput, ContextRequest};
 use recall_core::message::{Block, Content, Message, Role};
 use recall_core::policy::PolicyOverrides;
 use recall_core::select::Stats;
-use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
+use recall_llm::{
+    AssembledReply, Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage,
+};
 use recall_store::{MessageStatus, NewMessage};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -243,22 +245,7 @@ impl Engine {
             )));
         }
         let reply = assembler.finish();
-        let status = if reply.is_complete() {
-            MessageStatus::Complete
-        } else {
-            MessageStatus::Partial
-        };
-        if reply.has_content() || saver.seq.is_some() {
-            saver
-                .save(
-                    &reply.message,
-                    status,
-                    &reply.usage,
-                    reply.stop_reason.as_deref(),
-                    reply.error.as_ref(),
-                )
-                .await?;
-        }
+        let status = saver.finish(&reply).await?;
         if saver.seq.is_some() && !reply.tool_results.is_empty() {
             let results = Message::blocks(Role::User, reply.tool_results.clone());
             self.store
@@ -400,6 +387,30 @@ impl<'a> ReplySaver<'a> {
         }
         self.last_save = Some(Instant::now());
         Ok(())
+    }
+
+    /// Saves the finished reply: `complete`, or `partial` when it was cut short. A reply
+    /// with no content that was never saved is not stored (the status is still returned).
+    pub(crate) async fn finish(
+        &mut self,
+        reply: &AssembledReply,
+    ) -> Result<MessageStatus, EngineError> {
+        let status = if reply.is_complete() {
+            MessageStatus::Complete
+        } else {
+            MessageStatus::Partial
+        };
+        if reply.has_content() || self.seq.is_some() {
+            self.save(
+                &reply.message,
+                status,
+                &reply.usage,
+                reply.stop_reason.as_deref(),
+                reply.error.as_ref(),
+            )
+            .await?;
+        }
+        Ok(status)
     }
 
     /// What is kept about the reply beside its content: the backend, the model, usage, the

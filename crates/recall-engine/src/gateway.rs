@@ -458,21 +458,8 @@ impl Engine {
         outcome: &mut GatewayOutcome,
     ) -> Result<(), EngineError> {
         let reply = std::mem::replace(assembler, Assembler::new()).finish();
-        let status = if reply.is_complete() {
-            MessageStatus::Complete
-        } else {
-            MessageStatus::Partial
-        };
-        if reply.has_content() || saver.seq.is_some() {
-            saver
-                .save(
-                    &reply.message,
-                    status,
-                    &reply.usage,
-                    reply.stop_reason.as_deref(),
-                    reply.error.as_ref(),
-                )
-                .await?;
+        let status = saver.finish(&reply).await?;
+        if saver.seq.is_some() {
             outcome.reply_status = Some(status);
         }
         outcome.reply_seq = saver.seq;
