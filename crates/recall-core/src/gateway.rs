@@ -280,20 +280,29 @@ enum ComparedBlock<'a> {
 /// for OpenAI): recall's own system text there (a summary, stored system messages) follows
 /// the client's system prompt. For Anthropic, [`place_breakpoints`] marks the cache
 /// breakpoints.
-pub fn forward_body(provider: Provider, incoming: &Incoming, context: &Value) -> Value {
-    let rendered = context
-        .get("messages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+pub fn forward_body(provider: Provider, incoming: Incoming, context: Value) -> Value {
+    // Taken apart, not copied: the history is most of a request's bytes.
+    let mut context = match context {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let rendered = match context.remove("messages") {
+        Some(Value::Array(m)) => m,
+        _ => Vec::new(),
+    };
+    let Incoming {
+        system: incoming_system,
+        mut rest,
+        ..
+    } = incoming;
     let mut body = Map::new();
     match provider {
         Provider::Anthropic => {
             let mut system: Vec<Value> = Vec::new();
-            for s in &incoming.system {
+            for s in incoming_system {
                 match s {
-                    Value::String(text) => system.push(text_block(text)),
-                    other => system.push(other.clone()),
+                    Value::String(text) => system.push(text_block(&text)),
+                    other => system.push(other),
                 }
             }
             if let Some(own) = context.get("system").and_then(Value::as_str) {
@@ -302,25 +311,16 @@ pub fn forward_body(provider: Provider, incoming: &Incoming, context: &Value) ->
                 }
             }
             let mut messages = rendered;
-            let mut tools = incoming.rest.get("tools").cloned();
-            place_breakpoints(&mut system, &mut messages, tools.as_mut());
-            for (k, v) in &incoming.rest {
-                let v = match (k.as_str(), &tools) {
-                    ("tools", Some(t)) => t.clone(),
-                    _ => v.clone(),
-                };
-                body.insert(k.clone(), v);
-            }
+            place_breakpoints(&mut system, &mut messages, rest.get_mut("tools"));
+            body = rest;
             if !system.is_empty() {
                 body.insert("system".into(), Value::Array(system));
             }
             body.insert("messages".into(), Value::Array(messages));
         }
         Provider::OpenAi => {
-            for (k, v) in &incoming.rest {
-                body.insert(k.clone(), v.clone());
-            }
-            let mut messages = incoming.system.clone();
+            body.append(&mut rest);
+            let mut messages = incoming_system;
             messages.extend(rendered);
             body.insert("messages".into(), Value::Array(messages));
         }
@@ -593,7 +593,7 @@ mod tests {
             {"role": "assistant", "content": "a1"},
             {"role": "user", "content": "new"}
         ]});
-        let body = forward_body(Provider::Anthropic, &inc, &context);
+        let body = forward_body(Provider::Anthropic, inc.clone(), context.clone());
         assert_eq!(
             body,
             json!({

@@ -103,7 +103,7 @@ proptest! {
             messages.push(json!({"role": "assistant", "content": format!("a{i}")}));
         }
         messages.push(json!({"role": "user", "content": "new"}));
-        let out = forward_body(Provider::Anthropic, &inc, &json!({"messages": messages}));
+        let out = forward_body(Provider::Anthropic, inc.clone(), json!({"messages": messages}));
         let count = out.to_string().matches("cache_control").count();
         prop_assert!(count <= MAX_BREAKPOINTS, "{count}: {out}");
         prop_assert!(count >= client_marks);

@@ -133,7 +133,7 @@ impl Engine {
         req: GatewayRequest,
     ) -> Result<GatewayCall, EngineError> {
         let provider = req.provider;
-        let incoming =
+        let mut incoming =
             split_request(provider, req.body).map_err(|e| EngineError::Invalid(e.to_string()))?;
         for (i, v) in incoming.messages.iter().enumerate() {
             let size = v.get("content").map_or(0, crate::json_len);
@@ -146,7 +146,7 @@ impl Engine {
             }
         }
         let parsed = conversation_from_value(
-            Value::Array(incoming.messages.clone()),
+            Value::Array(std::mem::take(&mut incoming.messages)),
             &ParseOptions::strict(),
         )?;
         let messages: Vec<Message> = parsed.messages.into_iter().map(|m| m.message).collect();
@@ -234,12 +234,20 @@ impl Engine {
         let context = self
             .context_of(tenant, &conv, &ContextRequest::new(provider.format()))
             .await?;
-        let Prompt::Json(rendered) = &context.prompt else {
+        let Prompt::Json(rendered) = context.prompt else {
             return Err(EngineError::Invalid(
                 "the conversation's context is not in the provider's format".into(),
             ));
         };
-        let body = forward_body(provider, &incoming, rendered);
+        let (stream, model) = (
+            incoming.stream,
+            incoming
+                .rest
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        );
+        let body = forward_body(provider, incoming, rendered);
         let body = serde_json::to_vec(&body)
             .map_err(|e| EngineError::Invalid(format!("cannot encode the request: {e}")))?;
         Ok(GatewayCall {
@@ -248,14 +256,10 @@ impl Engine {
             created,
             mode,
             stored: new.len(),
-            stream: incoming.stream,
-            model: incoming
-                .rest
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            stream,
+            model,
             body,
-            stats: context.stats.clone(),
+            stats: context.stats,
             summarizes: context.policy.summarize,
             format: context.format,
             window_first: context.kept.first().map(|k| k.index as i64),
