@@ -8,49 +8,20 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use recall_testkit::process::{python_with, workspace_root, Served};
 use recall_testkit::provider::FakeProvider;
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The Python that has both SDKs, or `None` outside CI when there is none.
 fn python() -> Option<PathBuf> {
-    let candidate = std::env::var_os("RECALL_SDK_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".tools/venv/bin/python"));
-    let usable = Command::new(&candidate)
-        .args(["-c", "import anthropic, openai"])
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if usable {
-        return Some(candidate);
-    }
-    let why = format!(
-        "{} cannot import anthropic and openai (run scripts/setup.sh, or set RECALL_SDK_PYTHON)",
-        candidate.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{why}; CI=true, so the gateway SDK test must run");
-    }
-    eprintln!("notice: {why}; skipping the gateway SDK test");
-    None
-}
-
-/// Kills the server when the test ends, however it ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    python_with(
+        "anthropic, openai",
+        "RECALL_SDK_PYTHON",
+        "the gateway SDK test",
+    )
 }
 
 /// A `recall serve` process whose upstreams are `fake`, on a fresh SQLite file, and a key of
@@ -59,7 +30,7 @@ struct Gateway {
     base: String,
     key: String,
     db: String,
-    _server: Killed,
+    _server: Served,
     _dir: tempfile::TempDir,
 }
 
@@ -78,34 +49,16 @@ fn start_gateway(fake: &FakeProvider) -> Gateway {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--db", &db])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_recall"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--db", &db])
         .env("ANTHROPIC_API_KEY", "sk-ant-upstream")
         .env("ANTHROPIC_BASE_URL", fake.base_url())
         .env("OPENAI_BASE_URL", format!("{}/v1", fake.base_url()))
         .env_remove("OPENAI_API_KEY")
-        .env_remove("RECALL_DB")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let server = Killed(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("recall serve announced no address")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("recall listening on ") {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
+        .env_remove("RECALL_DB");
+    let server = Served::start(cmd);
     Gateway {
-        base,
+        base: server.base.clone(),
         key,
         db,
         _server: server,

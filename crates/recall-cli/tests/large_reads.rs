@@ -12,10 +12,11 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use recall_testkit::process::Served;
 use serde_json::{json, Value};
 
 const MESSAGES: usize = 201;
@@ -24,18 +25,6 @@ const PEAK_LIMIT_KB: u64 = 300 * 1024;
 /// The server's default `max_page_bytes` and `max_context_bytes`.
 const PAGE_BYTES: usize = 8 << 20;
 const CONTEXT_BYTES: usize = 32 << 20;
-
-struct Serve {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A field of `/proc/PID/status`, in kB.
 fn status_kb(pid: u32, field: &str) -> u64 {
@@ -95,28 +84,11 @@ fn four_large_pages_and_a_huge_context_stay_under_300_mb() {
     );
     std::fs::remove_file(&input).expect("remove input");
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--no-auth", "--db", &db])
-        .env_remove("RECALL_DB")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn recall serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut server = Serve {
-        child,
-        base: String::new(),
-    };
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-        if let Some(rest) = line.strip_prefix("recall listening on ") {
-            server.base = rest.split_whitespace().next().expect("url").to_string();
-            break;
-        }
-    }
-    assert!(!server.base.is_empty(), "recall serve announced no address");
-    let pid = server.child.id();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_recall"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--no-auth", "--db", &db])
+        .env_remove("RECALL_DB");
+    let server = Served::start(cmd);
+    let pid = server.pid();
     let idle_kb = status_kb(pid, "VmRSS");
 
     let rt = tokio::runtime::Builder::new_multi_thread()

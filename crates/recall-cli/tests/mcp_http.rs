@@ -11,16 +11,12 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use recall_testkit::process::{python_with, workspace_root, Served};
 use serde_json::{json, Value};
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Runs `recall ARGS` on `db` and returns its stdout; panics when it fails.
 fn recall(db: &Path, args: &[&str]) -> String {
@@ -47,79 +43,22 @@ fn new_key(db: &Path, tenant: &str) -> String {
     key
 }
 
-/// A `recall serve` process and the base URL it announced; killed when dropped.
-struct Serve {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(db: &Path, extra: &[&str]) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--db"])
+fn serve(db: &Path, extra: &[&str]) -> Served {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_recall"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--db"])
         .arg(db)
         .args(extra)
-        .env_remove("RECALL_DB")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn recall serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut server = Serve {
-        child,
-        base: String::new(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx
-            .recv_timeout(left)
-            .expect("recall serve announced no address");
-        if let Some(rest) = line.strip_prefix("recall listening on ") {
-            server.base = rest.split_whitespace().next().expect("url").to_string();
-            return server;
-        }
-    }
+        .env_remove("RECALL_DB");
+    Served::start(cmd)
 }
 
-/// The Python that has `mcp` and `jsonschema`, or `None` outside CI when there is none.
+/// The Python that has `mcp`, `jsonschema` and `httpx2`, or `None` outside CI.
 fn python() -> Option<PathBuf> {
-    let candidate = std::env::var_os("RECALL_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".tools/venv/bin/python"));
-    let usable = Command::new(&candidate)
-        .args(["-c", "import mcp, jsonschema, httpx2"])
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if usable {
-        return Some(candidate);
-    }
-    let why = format!(
-        "{} cannot import mcp and jsonschema (run scripts/setup.sh, or set RECALL_MCP_PYTHON)",
-        candidate.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{why}; CI=true, so the MCP client test must run");
-    }
-    eprintln!("notice: {why}; skipping the MCP Python client test over HTTP");
-    None
+    python_with(
+        "mcp, jsonschema, httpx2",
+        "RECALL_MCP_PYTHON",
+        "the MCP Python client test over HTTP",
+    )
 }
 
 #[test]

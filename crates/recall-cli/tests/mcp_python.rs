@@ -9,36 +9,19 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use recall_testkit::process::{python_with, workspace_root};
 
-/// The Python that has `mcp` and `jsonschema`, or `None` outside CI when there is none.
+/// The Python that has `mcp` and `jsonschema`, or `None` outside CI.
 fn python() -> Option<PathBuf> {
-    let candidate = std::env::var_os("RECALL_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".tools/venv/bin/python"));
-    let usable = Command::new(&candidate)
-        .args(["-c", "import mcp, jsonschema"])
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if usable {
-        return Some(candidate);
-    }
-    let why = format!(
-        "{} cannot import mcp and jsonschema (run scripts/setup.sh, or set RECALL_MCP_PYTHON)",
-        candidate.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{why}; CI=true, so the MCP client test must run");
-    }
-    eprintln!("notice: {why}; skipping the MCP Python client test");
-    None
+    python_with(
+        "mcp, jsonschema",
+        "RECALL_MCP_PYTHON",
+        "the MCP Python client test",
+    )
 }
 
 #[test]

@@ -3,11 +3,11 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command as StdCommand, Stdio};
+use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use recall_testkit::process::Served;
 use serde_json::{json, Value};
 
 // The server tests' helpers, for their temporary PostgreSQL databases (not duplicated here).
@@ -25,64 +25,18 @@ fn stdout_of(c: &mut Command) -> String {
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
-/// A `recall serve` process and the address it announced.
-struct Serve {
-    child: Child,
-    base: String,
-    stderr: std::sync::mpsc::Receiver<String>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(db: &str, extra: &[&str]) -> Serve {
+fn serve(db: &str, extra: &[&str]) -> Served {
     serve_env(db, extra, &[])
 }
 
 /// `recall serve` with extra environment variables (chat backends are configured there).
-fn serve_env(db: &str, extra: &[&str], env: &[(&str, &str)]) -> Serve {
-    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_recall"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--db", db])
+fn serve_env(db: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
+    let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_recall"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--db", db])
         .args(extra)
         .env_remove("RECALL_DB")
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn recall serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    // Owned by `Serve` from here on, so a failure below still kills and reaps the child.
-    let mut server = Serve {
-        child,
-        base: String::new(),
-        stderr: rx,
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = server
-            .stderr
-            .recv_timeout(left)
-            .expect("recall serve announced no address");
-        if let Some(rest) = line.strip_prefix("recall listening on ") {
-            server.base = rest.split_whitespace().next().expect("url").to_string();
-            return server;
-        }
-    }
+        .envs(env.iter().copied());
+    Served::start(cmd)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -767,29 +721,13 @@ async fn sigkill_mid_chat(db: &str) {
 
 /// The line `recall serve` announces itself with, under `args` and `env`.
 fn listening_line(args: &[&str], env: &[(&str, &str)]) -> String {
-    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_recall"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--no-auth"])
+    let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_recall"));
+    cmd.args(["serve", "--addr", "127.0.0.1:0", "--no-auth"])
         .args(args)
         .env_remove("RECALL_DB")
         .env_remove("RECALL_DURABILITY")
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn recall serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut found = None;
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-        if line.starts_with("recall listening on ") {
-            found = Some(line);
-            break;
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    found.expect("recall serve announced no address")
+        .envs(env.iter().copied());
+    Served::start(cmd).announced.clone()
 }
 
 /// `durability` in the config file, overridden by `--durability` / `RECALL_DURABILITY`;

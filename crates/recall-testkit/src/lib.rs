@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod pg;
+pub mod process;
 pub mod provider;
 
 use std::collections::HashMap;
