@@ -38,7 +38,7 @@ pub const MAX_WHOLE_REPLY_BYTES: usize = 64 * 1024 * 1024;
 pub struct GatewayRequest {
     pub provider: Provider,
     /// The `x-recall-conversation` header: a conversation id, or `None` (or `new`) to create
-    /// one.
+    /// one; empty is an error.
     pub conversation: Option<String>,
     /// The client's request body.
     pub body: Value,
@@ -151,11 +151,19 @@ impl Engine {
         )?;
         let messages: Vec<Message> = parsed.messages.into_iter().map(|m| m.message).collect();
 
-        let named = req
-            .conversation
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty() && *c != "new");
+        let named = match req.conversation.as_deref().map(str::trim) {
+            None | Some("new") => None,
+            // Most often an unset variable in the client's code: a new conversation for each
+            // request would forget silently.
+            Some("") => {
+                return Err(EngineError::Invalid(
+                    "the x-recall-conversation header is empty: send a conversation id, or \
+                     `new` (or no header) for a new conversation"
+                        .into(),
+                ))
+            }
+            Some(id) => Some(id),
+        };
         // The conversation and its newest messages (the anchor a mirrored history is matched
         // on) in one read: the window of its last two turns.
         let (mut conv, tail, created) = match named {

@@ -230,6 +230,19 @@ async fn errors_come_back_in_the_providers_shape_and_change_nothing() {
     .await;
     assert_eq!(a.status, 404);
     assert_eq!(a.json()["error"]["type"], "not_found_error");
+    // An empty conversation header (an unset variable in the client) is refused, not taken
+    // for a new conversation on every request.
+    let a = anthropic(
+        &s,
+        Some(""),
+        json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}),
+    )
+    .await;
+    assert_eq!(a.status, 400);
+    assert!(a.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("x-recall-conversation header is empty"));
     let a = anthropic(&s, None, json!({"model": "m", "messages": "x"})).await;
     assert_eq!(a.status, 400);
     assert_eq!(a.json()["error"]["type"], "invalid_request_error");
