@@ -3,10 +3,18 @@
 //! embedded yet (`Store::vector_backlog`) in batches and saves it (`Store::save_vectors`).
 //! Appends never wait for it; a context built before it is done ranks what is embedded and
 //! says so (`stats.recalled.complete: false`).
+//!
+//! The catch-up also yields to appends: embedding is the heaviest work recall does, and on a
+//! small machine its matrix products slow every append that runs beside them (by a quarter
+//! on 2 cores, even on a thread of its own). So before each batch it waits until no append
+//! came for [`APPEND_QUIET`], but no longer than [`BUSY_SHARE`] − 1 times what its last
+//! batch took (at least [`MIN_YIELD`]): under a steady stream of appends it embeds at most a
+//! tenth of the time, and between the turns of a chat it runs at once.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use recall_core::recall::searchable_text;
 use recall_embed::Embedder;
@@ -17,6 +25,20 @@ use crate::{Engine, EngineError};
 /// Messages embedded per batch: one call to the embedder and one write.
 pub const EMBED_BATCH: usize = 64;
 
+/// Messages embedded per batch by the background catch-up: small enough that a batch is over
+/// soon when appends come back (about 0.1–0.3 s of the in-process model on 2 cores).
+pub(crate) const BACKGROUND_BATCH: usize = 8;
+
+/// How long the background catch-up waits for a pause in the appends before each batch.
+pub(crate) const APPEND_QUIET: Duration = Duration::from_millis(50);
+
+/// Under a steady stream of appends, the background catch-up embeds one part in this many of
+/// the time: it yields `BUSY_SHARE - 1` times as long as its last batch took.
+pub(crate) const BUSY_SHARE: u32 = 10;
+
+/// The shortest the background catch-up yields to a steady stream of appends.
+pub(crate) const MIN_YIELD: Duration = Duration::from_secs(1);
+
 /// The embedder and the catch-up's state.
 #[derive(Clone)]
 pub(crate) struct Vectors {
@@ -24,6 +46,8 @@ pub(crate) struct Vectors {
     /// Conversations (tenant, id) appended to since the catch-up last looked.
     behind: Arc<Mutex<BTreeSet<(String, String)>>>,
     running: Arc<AtomicBool>,
+    /// When the last append marked a conversation behind (the catch-up yields to appends).
+    appends: Arc<AppendClock>,
 }
 
 impl Engine {
@@ -34,6 +58,7 @@ impl Engine {
             embedder,
             behind: Arc::default(),
             running: Arc::default(),
+            appends: Arc::default(),
         });
         self
     }
@@ -52,13 +77,36 @@ impl Engine {
         id: Option<&str>,
         max: usize,
     ) -> Result<usize, EngineError> {
+        self.catch_up(tenant, id, max, false).await
+    }
+
+    /// [`Engine::catch_up_vectors`]; in the background (`yielding`), in smaller batches, each
+    /// after a pause in the appends (see the module documentation).
+    async fn catch_up(
+        &self,
+        tenant: &str,
+        id: Option<&str>,
+        max: usize,
+        yielding: bool,
+    ) -> Result<usize, EngineError> {
         let Some(v) = &self.vectors else {
             return Ok(0);
         };
         let e = &v.embedder;
+        let batch = if yielding {
+            BACKGROUND_BATCH
+        } else {
+            EMBED_BATCH
+        };
         let mut done = 0;
+        let mut last_batch = Duration::ZERO;
         while done < max {
-            let limit = EMBED_BATCH.min(max - done);
+            if yielding {
+                let limit = (last_batch * (BUSY_SHARE - 1)).max(MIN_YIELD);
+                v.appends.wait_for_quiet(limit).await;
+            }
+            let batch_started = tokio::time::Instant::now();
+            let limit = batch.min(max - done);
             let todo = self
                 .store
                 .vector_backlog(tenant, id, e.model(), limit as u32)
@@ -100,6 +148,7 @@ impl Engine {
                 .save_vectors(tenant, e.model(), e.dimension(), vectors, progress)
                 .await?;
             done += todo.len();
+            last_batch = batch_started.elapsed();
         }
         Ok(done)
     }
@@ -113,6 +162,7 @@ impl Engine {
         if let Ok(mut b) = v.behind.lock() {
             b.insert((tenant.to_string(), id.to_string()));
         }
+        v.appends.mark();
         if v.running.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -125,9 +175,7 @@ impl Engine {
                     Some((tenant, id)) => {
                         // A failure leaves the backlog for the next append or context to
                         // retry; nothing is lost by giving up here.
-                        let _ = engine
-                            .catch_up_vectors(&tenant, Some(&id), usize::MAX)
-                            .await;
+                        let _ = engine.catch_up(&tenant, Some(&id), usize::MAX, true).await;
                     }
                     None => {
                         v.running.store(false, Ordering::Release);
@@ -141,5 +189,83 @@ impl Engine {
                 }
             }
         });
+    }
+}
+
+/// When the last append came, for the catch-up to yield to appends.
+#[derive(Debug, Default)]
+pub(crate) struct AppendClock {
+    last: Mutex<Option<tokio::time::Instant>>,
+}
+
+impl AppendClock {
+    /// An append came now.
+    pub(crate) fn mark(&self) {
+        if let Ok(mut at) = self.last.lock() {
+            *at = Some(tokio::time::Instant::now());
+        }
+    }
+
+    /// Returns once no append came for [`APPEND_QUIET`], or after `limit`.
+    pub(crate) async fn wait_for_quiet(&self, limit: Duration) {
+        let started = tokio::time::Instant::now();
+        let give_up = started + limit;
+        loop {
+            let Some(last) = self.last.lock().ok().and_then(|at| *at) else {
+                return;
+            };
+            let quiet_at = last + APPEND_QUIET;
+            let now = tokio::time::Instant::now();
+            if now >= quiet_at || now >= give_up {
+                return;
+            }
+            tokio::time::sleep_until(quiet_at.min(give_up)).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    // Real time, so only bounds that a slow machine cannot break: at least the wait asked
+    // for, and far less than a hang.
+
+    #[tokio::test]
+    async fn the_catch_up_waits_for_a_pause_in_the_appends() {
+        let clock = AppendClock::default();
+        // Never an append: no wait (no await point is reached).
+        let t = Instant::now();
+        clock.wait_for_quiet(MIN_YIELD).await;
+        assert!(t.elapsed() < APPEND_QUIET, "{:?}", t.elapsed());
+        // An append now: the quiet period, and not the longest yield.
+        clock.mark();
+        let t = Instant::now();
+        clock.wait_for_quiet(MIN_YIELD * 10).await;
+        let waited = t.elapsed();
+        assert!(waited >= APPEND_QUIET, "{waited:?}");
+        assert!(waited < MIN_YIELD * 10, "{waited:?}");
+    }
+
+    #[tokio::test]
+    async fn a_steady_stream_of_appends_delays_it_by_the_limit() {
+        let clock = Arc::new(AppendClock::default());
+        clock.mark();
+        let appender = {
+            let clock = Arc::clone(&clock);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    clock.mark();
+                }
+            })
+        };
+        let t = Instant::now();
+        clock.wait_for_quiet(MIN_YIELD).await;
+        let waited = t.elapsed();
+        appender.abort();
+        assert!(waited >= MIN_YIELD, "{waited:?}");
+        assert!(waited < MIN_YIELD * 4, "{waited:?}");
     }
 }
