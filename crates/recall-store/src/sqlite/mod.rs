@@ -6,8 +6,9 @@
 //! 54 µs a statement on these machines (`context_sqlite/statement` in docs/BENCHMARKS.md):
 //! more than the statements themselves. Here a statement costs what SQLite spends on it.
 //!
-//! - Reads (`window.rs` for the context read; the others below) run on the calling thread on
-//!   a reader: a read in WAL mode never waits for a writer.
+//! - Reads (`window.rs` for the context read; the others below) run on the calling thread, on
+//!   the writer connection when it is free (its page cache is warm), else on a reader: a read
+//!   in WAL mode never waits for a writer (`conn.rs`).
 //! - Writes run on the one writer connection (`writer.rs`): on the calling thread when they
 //!   need not wait, else on the writer thread. The append is `append.rs`, the other writes
 //!   `writes.rs`, search `search.rs`.
@@ -165,7 +166,7 @@ impl SqliteStore {
         &self.pool
     }
 
-    /// Runs `read` on a reader connection, on the calling thread.
+    /// Runs `read` on a connection for reading (`Connections::reader`), on the calling thread.
     fn read<R>(
         &self,
         read: impl FnOnce(&rusqlite::Connection) -> Result<R, StoreError>,
