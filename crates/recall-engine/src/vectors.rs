@@ -25,8 +25,8 @@ use crate::{Engine, EngineError};
 /// Messages embedded per batch: one call to the embedder and one write.
 pub const EMBED_BATCH: usize = 64;
 
-/// Messages embedded per batch by the background catch-up: small enough that a batch is over
-/// soon when appends come back (about 0.1–0.3 s of the in-process model on 2 cores).
+/// Messages embedded per batch by the background catch-up: few, so that a batch is soon over
+/// when appends come back.
 pub(crate) const BACKGROUND_BATCH: usize = 8;
 
 /// How long the background catch-up waits for a pause in the appends before each batch.
@@ -99,11 +99,9 @@ impl Engine {
             EMBED_BATCH
         };
         let mut done = 0;
-        let mut last_batch = Duration::ZERO;
         while done < max {
             if yielding {
-                let limit = (last_batch * (BUSY_SHARE - 1)).max(MIN_YIELD);
-                v.appends.wait_for_quiet(limit).await;
+                v.appends.wait_for_quiet(v.appends.yield_limit()).await;
             }
             let batch_started = tokio::time::Instant::now();
             let limit = batch.min(max - done);
@@ -148,7 +146,9 @@ impl Engine {
                 .save_vectors(tenant, e.model(), e.dimension(), vectors, progress)
                 .await?;
             done += todo.len();
-            last_batch = batch_started.elapsed();
+            if yielding {
+                v.appends.batch_took(batch_started.elapsed());
+            }
         }
         Ok(done)
     }
@@ -192,10 +192,12 @@ impl Engine {
     }
 }
 
-/// When the last append came, for the catch-up to yield to appends.
+/// When the last append came and how long the catch-up's last batch took, for the catch-up
+/// to yield to appends. One per engine, whichever conversation the batches are of.
 #[derive(Debug, Default)]
 pub(crate) struct AppendClock {
     last: Mutex<Option<tokio::time::Instant>>,
+    last_batch: Mutex<Duration>,
 }
 
 impl AppendClock {
@@ -204,6 +206,20 @@ impl AppendClock {
         if let Ok(mut at) = self.last.lock() {
             *at = Some(tokio::time::Instant::now());
         }
+    }
+
+    /// The background catch-up's last batch took `took`.
+    pub(crate) fn batch_took(&self, took: Duration) {
+        if let Ok(mut b) = self.last_batch.lock() {
+            *b = took;
+        }
+    }
+
+    /// How long the next batch yields to a steady stream of appends at most: `BUSY_SHARE - 1`
+    /// times the last batch, at least [`MIN_YIELD`].
+    pub(crate) fn yield_limit(&self) -> Duration {
+        let last = self.last_batch.lock().map_or(Duration::ZERO, |b| *b);
+        (last * (BUSY_SHARE - 1)).max(MIN_YIELD)
     }
 
     /// Returns once no append came for [`APPEND_QUIET`], or after `limit`.
@@ -246,6 +262,16 @@ mod tests {
         let waited = t.elapsed();
         assert!(waited >= APPEND_QUIET, "{waited:?}");
         assert!(waited < MIN_YIELD * 10, "{waited:?}");
+    }
+
+    #[test]
+    fn the_limit_is_nine_times_the_last_batch_and_at_least_the_floor() {
+        let clock = AppendClock::default();
+        assert_eq!(clock.yield_limit(), MIN_YIELD);
+        clock.batch_took(Duration::from_millis(50));
+        assert_eq!(clock.yield_limit(), MIN_YIELD);
+        clock.batch_took(Duration::from_secs(2));
+        assert_eq!(clock.yield_limit(), Duration::from_secs(18));
     }
 
     #[tokio::test]
