@@ -35,6 +35,32 @@ if ! "$claude_bin" --version 2>/dev/null | grep -q "^$CLAUDE_CODE_VERSION "; the
   log "claude $("$claude_bin" --version)"
 fi
 # --- recall-llm (end) ---
+# --- recall-server: the web app's browser tests (begin) ---
+# crates/recall-cli/tests/web_app.rs drives the web app `recall serve` serves at / in Debian's
+# Chromium with playwright-core (no browser download: it launches /usr/bin/chromium) and checks
+# each screen with axe-core. Both npm packages are pinned, in the same git-ignored .tools/;
+# Chromium is Debian's package (its security updates are not pinned away).
+PLAYWRIGHT_CORE_VERSION=1.65.1
+AXE_CORE_VERSION=4.14.1
+if ! command -v chromium >/dev/null 2>&1; then
+  log "installing Debian's Chromium (for the web app's browser tests)"
+  apt-get update -qq && apt-get install -y -qq chromium
+fi
+npm_version() { node -p "require('./.tools/node_modules/$1/package.json').version" 2>/dev/null; }
+if [ "$(npm_version playwright-core)" != "$PLAYWRIGHT_CORE_VERSION" ] \
+  || [ "$(npm_version axe-core)" != "$AXE_CORE_VERSION" ]; then
+  log "installing playwright-core@$PLAYWRIGHT_CORE_VERSION and axe-core@$AXE_CORE_VERSION into .tools/"
+  npm install --prefix .tools --no-audit --no-fund --loglevel=error \
+    "playwright-core@$PLAYWRIGHT_CORE_VERSION" "axe-core@$AXE_CORE_VERSION"
+fi
+if command -v chromium >/dev/null 2>&1 && [ "$(npm_version playwright-core)" = "$PLAYWRIGHT_CORE_VERSION" ]; then
+  log "$(chromium --version 2>/dev/null), playwright-core $PLAYWRIGHT_CORE_VERSION, axe-core $(npm_version axe-core)"
+elif [ "${CI:-}" = "true" ]; then
+  log "Chromium or playwright-core is missing and CI runs the browser tests"; exit 1
+else
+  log "warning: Chromium or playwright-core is missing; the browser tests will be skipped"
+fi
+# --- recall-server (end) ---
 # --- recall-store: PostgreSQL for the conformance suite (begin) ---
 # The PostgreSQL tests connect to RECALL_TEST_PG_URL (default: the local server, user
 # postgres, trust auth). Start the cluster if it is installed but down; install it if absent.
