@@ -111,3 +111,52 @@ pub fn python_with(modules: &str, env_var: &str, test: &str) -> Option<PathBuf> 
     eprintln!("notice: {why}; skipping {test}");
     None
 }
+
+/// What the browser tests run with: Node.js, the `node_modules` holding playwright-core and
+/// axe-core (`scripts/setup.sh` installs both into `.tools/`) and Debian's Chromium.
+#[derive(Debug, Clone)]
+pub struct Browser {
+    /// `NODE_PATH` for the test script.
+    pub node_path: PathBuf,
+    /// The Chromium executable (`RECALL_CHROMIUM`, else `/usr/bin/chromium`).
+    pub chromium: PathBuf,
+}
+
+/// The browser tools, or `None` and a notice that `test` is skipped when one is missing;
+/// under `CI=true` a missing tool panics instead: there, the test must run.
+pub fn browser(test: &str) -> Option<Browser> {
+    let node_path = workspace_root().join(".tools/node_modules");
+    let chromium = std::env::var_os("RECALL_CHROMIUM")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    let node = Command::new("node")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let missing = if !node {
+        Some("node is not installed".to_string())
+    } else if !node_path.join("playwright-core").is_dir() || !node_path.join("axe-core").is_dir() {
+        Some(format!(
+            "{} lacks playwright-core or axe-core",
+            node_path.display()
+        ))
+    } else if !chromium.is_file() {
+        Some(format!("{} is not installed", chromium.display()))
+    } else {
+        None
+    };
+    match missing {
+        None => Some(Browser {
+            node_path,
+            chromium,
+        }),
+        Some(why) => {
+            let why = format!("{why} (run scripts/setup.sh)");
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("{why}; CI=true, so {test} must run");
+            }
+            eprintln!("notice: {why}; skipping {test}");
+            None
+        }
+    }
+}

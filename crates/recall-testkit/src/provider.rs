@@ -6,6 +6,11 @@
 //! The reply to a request is decided by the newest user text:
 //! - `fail 429` / `fail 500`: that status with the provider's error JSON;
 //! - `drop`: a streamed reply cut off after its first words (the connection is dropped);
+//! - `fail once` in it: the first time that exact text is the newest, a stream cut off before
+//!   any text (Anthropic; OpenAI: a 400), which no client retries by itself; an answer as
+//!   below afterwards (a backend that recovers when the user retries);
+//! - `slow` in it (Anthropic, streamed): 100 words, one every 100 ms, before the answer
+//!   below (a reply long enough to stop half way);
 //! - `use the tool`: a tool call (`get_weather`, `{"city": "Oslo"}`); a request that ends with
 //!   tool results gets words;
 //! - a question (a `?` in it): `I was sent N messages. You said: A | B | C` (the user texts,
@@ -66,9 +71,33 @@ impl FakeProvider {
         let cache: Arc<Mutex<HashSet<u64>>> = Arc::default();
         let totals: Arc<Mutex<CacheTotals>> = Arc::default();
         let t = totals.clone();
+        let failed_once: Mutex<HashSet<String>> = Mutex::default();
         let server = FakeServer::start(Arc::new(move |req: &Recorded, n| {
             let body = req.json();
-            if req.path.ends_with("/chat/completions") {
+            let openai = req.path.ends_with("/chat/completions");
+            let last = last_user(&body);
+            if last.contains("fail once")
+                && failed_once
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(last)
+            {
+                // Cut off after the stream started: not a status a client retries on its own,
+                // so the failure reaches the user, who retries.
+                return if openai {
+                    openai_error(400, "invalid_request_error", "the fake broke once")
+                } else {
+                    Reply::sse(vec![
+                        anthropic::event(json!({"type": "message_start", "message": {
+                            "id": format!("msg_fake_{n}"), "type": "message", "role": "assistant",
+                            "content": [], "model": body["model"], "stop_reason": null,
+                            "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 0}}})),
+                        Part::Pause(std::time::Duration::from_millis(20)),
+                        Part::Drop,
+                    ])
+                };
+            }
+            if openai {
                 openai_reply(&body, n)
             } else {
                 let usage =
@@ -313,6 +342,12 @@ fn anthropic_reply(body: &Value, usage: CacheTotals, n: usize) -> Reply {
         parts.push(Part::Pause(std::time::Duration::from_millis(50)));
         parts.push(Part::Drop);
         return Reply::sse(parts);
+    }
+    if last.contains("slow") {
+        for i in 1..=100 {
+            parts.push(anthropic::text_delta(0, &format!("word{i} ")));
+            parts.push(Part::Pause(std::time::Duration::from_millis(100)));
+        }
     }
     for w in words {
         parts.push(anthropic::text_delta(0, w));
