@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::chat::{ChatTurn, TurnEvent, TurnOutcome};
 use crate::{Engine, EngineError};
 
-/// A retry or an edit: the fork it made and the turn that ran on it.
+/// A retry or an edit: the fork it made (or, for a retry of an unanswered message, the
+/// conversation itself) and the turn that ran on it.
 #[derive(Debug, Clone)]
 pub struct Branched {
     pub conversation: Conversation,
@@ -134,6 +135,10 @@ impl Engine {
     /// half of a chat turn on the fork (the history there ends with the message the old reply
     /// answered). The old reply stays, an alternative of the new one. `turn`'s content is
     /// not used; its model, output limit and context limits are.
+    ///
+    /// When `seq` is a user message that ends the conversation (its reply failed before any
+    /// text, so none was stored), there is nothing to keep: the reply is written in place, on
+    /// the conversation itself, with no fork and no `Forked` event.
     #[allow(clippy::too_many_arguments)]
     pub async fn retry_turn(
         &self,
@@ -146,11 +151,30 @@ impl Engine {
         mut on_event: impl FnMut(TurnEvent) + Send,
     ) -> Result<Branched, EngineError> {
         let m = self.body_message_at(tenant, id, seq).await?;
+        if m.message.role == Role::User {
+            let conversation = self.get_conversation(tenant, id).await?;
+            if conversation.last_seq == seq {
+                let outcome = self
+                    .reply_turn(tenant, id, backend, &turn, seq, cancel, &mut on_event)
+                    .await?;
+                let conversation = self.get_conversation(tenant, id).await?;
+                return Ok(Branched {
+                    conversation,
+                    outcome,
+                });
+            }
+        }
         if m.message.role != Role::Assistant {
             return Err(EngineError::Invalid(format!(
-                "message {seq} is a {} message: retry regenerates a reply (an assistant \
-                 message); to change what was sent, edit it",
-                m.message.role.as_str()
+                "message {seq} is a {} message{}: retry regenerates a reply (an assistant \
+                 message, or a user message that ends the conversation unanswered); to change \
+                 what was sent, edit it",
+                m.message.role.as_str(),
+                if m.message.role == Role::User {
+                    " with a reply after it"
+                } else {
+                    ""
+                }
             )));
         }
         let fork = self.fork_conversation(tenant, id, seq - 1, None).await?;

@@ -388,3 +388,83 @@ async fn update_checks_the_policy_and_redaction_is_recorded() {
         .unwrap();
     assert!(!format!("{:?}", ctx.prompt).contains("secret"));
 }
+
+/// A reply that failed before any text left the user message unanswered: retrying it answers
+/// it in place (no fork, nothing lost or doubled), after which it has a reply and a second
+/// retry of it is refused.
+#[tokio::test]
+async fn retry_of_an_unanswered_message_answers_it_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = sqlite(&dir).await;
+    let id = e
+        .create_conversation(T, NewConversation::default())
+        .await
+        .unwrap()
+        .id;
+    let server = FakeServer::scripted(vec![
+        Reply::json(
+            500,
+            json!({"type": "error", "error": {"type": "api_error", "message": "down"}}),
+        ),
+        Reply::sse(anthropic::text_reply(&["Paris."])),
+    ])
+    .await;
+    let b = backend(&server);
+    let failed = e
+        .chat_turn(
+            T,
+            &id,
+            &b,
+            ChatTurn::text("Capital of France?"),
+            CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert!(failed.error.is_some());
+    assert_eq!((failed.user_seq, failed.reply_seq), (1, None));
+
+    let mut events = Vec::new();
+    let retried = e
+        .retry_turn(
+            T,
+            &id,
+            1,
+            &b,
+            ChatTurn::default(),
+            CancellationToken::new(),
+            |ev| events.push(ev),
+        )
+        .await
+        .unwrap();
+    assert_eq!(retried.conversation.id, id, "answered in place");
+    assert!(
+        !events
+            .iter()
+            .any(|ev| matches!(ev, TurnEvent::Forked { .. })),
+        "no fork"
+    );
+    assert_eq!(retried.outcome.reply_seq, Some(2));
+    let sent = server.requests()[1].json();
+    assert_eq!(sent["messages"].as_array().unwrap().len(), 1, "{sent}");
+    let stored = e.store().messages(T, &id, 0, 10).await.unwrap();
+    assert_eq!(texts(&stored), ["Capital of France?", "Paris."]);
+    assert!(e.forks(T, &id).await.unwrap().is_empty());
+
+    // Now it has a reply: retrying the user message again is refused and changes nothing.
+    let err = e
+        .retry_turn(
+            T,
+            &id,
+            1,
+            &b,
+            ChatTurn::default(),
+            CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("with a reply after it"), "{err}");
+    assert_eq!(e.store().messages(T, &id, 0, 10).await.unwrap().len(), 2);
+    assert_eq!(server.requests().len(), 2);
+}

@@ -502,7 +502,8 @@ pub fn tool_list() -> Result<Vec<Tool>, String> {
             "retry_turn",
             "Regenerate the assistant reply at `seq`: the conversation is forked just before \
              it and a new reply is generated there. Returns the fork's id and the new reply; \
-             the old reply stays on the original conversation.",
+             the old reply stays on the original conversation. A `seq` of a user message that \
+             ends the conversation unanswered (its reply failed) is answered in place.",
             writes(false),
         )?,
         tool::<CompactConversationArgs, Compacted>(

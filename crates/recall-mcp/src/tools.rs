@@ -412,7 +412,8 @@ pub struct ForkConversationArgs {
 #[serde(deny_unknown_fields)]
 pub struct RetryTurnArgs {
     pub conversation_id: String,
-    /// The seq of the assistant reply to regenerate.
+    /// The seq of the assistant reply to regenerate (or of an unanswered user message that
+    /// ends the conversation).
     pub seq: i64,
     /// The model (default: the backend's).
     pub model: Option<String>,

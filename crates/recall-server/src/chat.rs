@@ -114,11 +114,13 @@ pub struct ChatBody {
     pub max_output_tokens: Option<u32>,
 }
 
-/// `POST …/retry`: regenerate the reply at `seq` on a fork made just before it.
+/// `POST …/retry`: regenerate the reply at `seq` on a fork made just before it, or answer the
+/// unanswered user message at `seq` in place.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryBody {
-    /// The seq of the assistant reply to regenerate.
+    /// The seq of the assistant reply to regenerate, or of the user message that ends the
+    /// conversation unanswered (its reply failed before any text).
     #[schema(minimum = 1)]
     pub seq: i64,
     /// A backend name this server offers (default: its first).
@@ -329,7 +331,9 @@ pub async fn chat_sse(
 /// Regenerate the reply at `seq`: the conversation is forked just before it and the reply is
 /// streamed on the fork as `chat` streams one, after a `forked` {"conversation_id"} event.
 /// The old reply stays on the original conversation, an alternative of the new one
-/// (`GET …/messages/{seq}/alternatives`).
+/// (`GET …/messages/{seq}/alternatives`). When `seq` is a user message that ends the
+/// conversation (its reply failed before any text was stored), the reply is streamed on the
+/// conversation itself, with no fork and no `forked` event.
 #[utoipa::path(post, path = "/v1/conversations/{id}/retry", tag = "chat",
     params(("id" = String, Path, description = "The conversation id")),
     request_body = RetryBody,
