@@ -155,6 +155,36 @@ impl ContextOutput {
         out
     }
 
+    /// The first and last index of the history messages the window holds (a stored
+    /// conversation's indexes are its seqs; in memory, positions from 0), `None` when it holds
+    /// none. A current message
+    /// given with the request (`current_given`) is not history: in formats other than `xml` it
+    /// is the last of `kept` and is left out here; `xml` keeps it apart in `current`.
+    ///
+    /// ```
+    /// use recall_core::context::{build_context, ContextRequest};
+    /// use recall_core::parse::{parse_conversation, ParseOptions};
+    /// use recall_core::policy::{Count, Format, PolicyOverrides};
+    /// let conv = parse_conversation(
+    ///     r#"[{"role":"user","content":"one two three four five six"},
+    ///         {"role":"assistant","content":"ok"},{"role":"user","content":"and?"}]"#,
+    ///     &ParseOptions::default(),
+    /// ).unwrap();
+    /// let mut req = ContextRequest::new(Format::Transcript);
+    /// assert_eq!(build_context(&conv, &req).unwrap().window_range(false), Some((0, 2)));
+    /// // A budget of 8 tokens keeps the newest turn only.
+    /// req.overrides = PolicyOverrides { max_tokens: Some(Count::from(8u32)), ..Default::default() };
+    /// assert_eq!(build_context(&conv, &req).unwrap().window_range(false), Some((2, 2)));
+    /// ```
+    pub fn window_range(&self, current_given: bool) -> Option<(usize, usize)> {
+        let history = if current_given && self.current.is_none() {
+            self.kept.split_last().map_or(&[][..], |(_, h)| h)
+        } else {
+            &self.kept[..]
+        };
+        Some((history.first()?.index, history.last()?.index))
+    }
+
     /// The system prompt a backend is sent: the summary section, if any, then the system
     /// parts joined with `"\n"` (see [`join_summary`]); `None` when there is neither.
     pub fn system(&self) -> Option<String> {
@@ -545,5 +575,58 @@ fn user_text(m: &Message) -> String {
             })
             .collect::<Vec<_>>()
             .join("\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{parse_conversation, ParseOptions};
+    use crate::policy::{Count, PolicyOverrides};
+
+    fn conv() -> Conversation {
+        let text = r#"[{"role":"user","content":"one two three four five six seven"},
+            {"role":"assistant","content":"eight nine ten eleven twelve"},
+            {"role":"user","content":"next"},{"role":"assistant","content":"ok"},
+            {"role":"user","content":"last"}]"#;
+        parse_conversation(text, &ParseOptions::default()).expect("parses")
+    }
+
+    fn window(
+        format: Format,
+        current: Option<&str>,
+        max_tokens: Option<u32>,
+    ) -> Option<(usize, usize)> {
+        let mut req = ContextRequest::new(format);
+        req.current = current.map(str::to_string);
+        req.overrides = PolicyOverrides {
+            max_tokens: max_tokens.map(Count::from),
+            ..Default::default()
+        };
+        let out = build_context(&conv(), &req).expect("builds");
+        let range = out.window_range(current.is_some());
+        // The range spans exactly the history messages kept.
+        let history = out.kept.len() - usize::from(current.is_some() && out.current.is_none());
+        assert_eq!(range.map_or(0, |(a, b)| b - a + 1), history, "{format:?}");
+        range
+    }
+
+    #[test]
+    fn the_window_range_names_history_messages_only() {
+        let all = window(Format::Transcript, None, None).expect("some");
+        let (first, last) = all;
+        assert_eq!(last - first + 1, 5);
+        // A budget keeps the newest: the range ends where the unlimited one does.
+        let some = window(Format::Transcript, None, Some(6)).expect("some");
+        assert!(some.0 > first && some.1 == last, "{some:?} vs {all:?}");
+        // A current message is not history: the range is the same with one given.
+        assert_eq!(
+            window(Format::Transcript, Some("and now?"), None),
+            Some(all)
+        );
+        assert_eq!(window(Format::Anthropic, Some("and now?"), None), Some(all));
+        // xml takes the final user message as its current one, apart from the history.
+        assert_eq!(window(Format::Xml, None, None), Some((first, last - 1)));
+        assert_eq!(window(Format::Xml, Some("and now?"), None), Some(all));
     }
 }

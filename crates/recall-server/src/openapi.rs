@@ -36,7 +36,7 @@ use crate::views::*;
     ),
     components(schemas(
         ConversationView, CreateConversation, ConversationPage, MessageView, MessagePage,
-        AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, ErrorBody,
+        AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, WindowView, ErrorBody,
         ErrorDetail, crate::chat::ChatBody, AppendBody, ForkPointView, crate::chat::RetryBody,
         crate::chat::EditBody, crate::branch::ForkBody, crate::branch::ForkList,
         crate::branch::UpdateConversation, crate::branch::AlternativeView,

@@ -296,7 +296,13 @@ pub async fn context(
         .await?;
     let format = out.format.name();
     state.inner.metrics.context_built(format, started.elapsed());
-    context_json(format, &out.prompt, &out.stats)
+    let window = out
+        .window_range(req.current.is_some())
+        .map(|(first, last)| WindowView {
+            first_seq: first as i64,
+            last_seq: last as i64,
+        });
+    context_json(format, &out.prompt, &out.stats, window, &out.policy)
 }
 
 /// The [`ContextResponse`] of a built context, written straight into a buffer of its size: a
@@ -306,6 +312,8 @@ fn context_json(
     format: &str,
     prompt: &recall_core::render::Prompt,
     stats: &impl serde::Serialize,
+    window: Option<WindowView>,
+    policy: &impl serde::Serialize,
 ) -> Result<SizedJson, ApiError> {
     use recall_core::json_text::push_json_str;
     let failed = |e: serde_json::Error| {
@@ -328,6 +336,10 @@ fn context_json(
     }
     out.extend_from_slice(b",\"stats\":");
     serde_json::to_writer(&mut out, stats).map_err(failed)?;
+    out.extend_from_slice(b",\"window\":");
+    serde_json::to_writer(&mut out, &window).map_err(failed)?;
+    out.extend_from_slice(b",\"policy\":");
+    serde_json::to_writer(&mut out, policy).map_err(failed)?;
     out.push(b'}');
     Ok(SizedJson(out))
 }
@@ -388,20 +400,32 @@ mod tests {
                 Prompt::Json(json!({"messages": [{"role": "user", "content": "x\ty"}]})),
             ),
         ] {
-            let SizedJson(body) = context_json(format, &prompt, &stats).unwrap();
-            let expected = serde_json::to_vec(&ContextResponse {
-                format: format.into(),
-                prompt: match prompt {
-                    Prompt::Text(s) => Value::String(s),
-                    Prompt::Json(v) => v,
-                },
-                stats: stats.clone(),
-            })
-            .unwrap();
-            assert_eq!(
-                String::from_utf8(body).unwrap(),
-                String::from_utf8(expected).unwrap()
-            );
+            let policy = json!({"max_tokens": 8000, "trim": "sliding"});
+            for window in [
+                None,
+                Some(WindowView {
+                    first_seq: 3,
+                    last_seq: 9,
+                }),
+            ] {
+                let SizedJson(body) =
+                    context_json(format, &prompt, &stats, window, &policy).unwrap();
+                let expected = serde_json::to_vec(&ContextResponse {
+                    format: format.into(),
+                    prompt: match &prompt {
+                        Prompt::Text(s) => Value::String(s.clone()),
+                        Prompt::Json(v) => v.clone(),
+                    },
+                    stats: stats.clone(),
+                    window,
+                    policy: policy.clone(),
+                })
+                .unwrap();
+                assert_eq!(
+                    String::from_utf8(body).unwrap(),
+                    String::from_utf8(expected).unwrap()
+                );
+            }
         }
     }
 }

@@ -345,6 +345,20 @@ pub struct ContextResponse {
     /// Selection stats (docs/FORMATS.md §4.5).
     #[schema(value_type = Object)]
     pub stats: Value,
+    /// The seqs of the oldest and newest stored messages in the window (a `current` message
+    /// given with the request is not stored, so not counted); null when the window holds none.
+    pub window: Option<WindowView>,
+    /// The limits that were applied: the format's defaults, then the conversation's policy,
+    /// then the request's (so `max_tokens` is the budget the stats count against).
+    #[schema(value_type = Object)]
+    pub policy: Value,
+}
+
+/// The stored messages a context's window holds: every seq from `first_seq` to `last_seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub struct WindowView {
+    pub first_seq: i64,
+    pub last_seq: i64,
 }
 
 /// `prompt`: a string or an object.
