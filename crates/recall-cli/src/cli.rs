@@ -158,15 +158,17 @@ pub enum Command {
         recall mcp --db /tmp/recall.db --tenant team-a\n  \
         claude mcp add recall -- recall mcp")]
     Mcp(McpArgs),
-    /// Serve the HTTP API (REST under /v1, MCP at /mcp, /healthz, /readyz, /metrics, /openapi.json)
-    /// and the gateway: the Anthropic Messages API at /anthropic/v1/messages and OpenAI chat
+    /// Serve the web app at / (chat, browse and inspect memory in a browser), the HTTP API
+    /// (REST under /v1, MCP at /mcp, /healthz, /readyz, /metrics, /openapi.json) and the
+    /// gateway: the Anthropic Messages API at /anthropic/v1/messages and OpenAI chat
     /// completions at /openai/v1/chat/completions, forwarded to the upstream the environment
     /// configures with every conversation stored, trimmed and cached (docs/GATEWAY.md).
     #[command(after_help = "Examples:\n  \
         recall keys create --tenant acme          # prints a key once\n  \
         recall serve --addr 127.0.0.1:8080 --db /var/lib/recall/recall.db\n  \
         recall serve --config recall.toml\n  \
-        recall serve --no-auth                    # loopback only, default tenant\n  \
+        recall serve --no-auth                    # loopback only, default tenant;\n  \
+                                                  # open http://127.0.0.1:8080/ in a browser\n  \
         ANTHROPIC_API_KEY=sk-ant-… recall serve   # the gateway forwards to api.anthropic.com\n  \
         OPENAI_BASE_URL=http://127.0.0.1:8081/v1 recall serve   # any OpenAI-compatible server\n\n\
         Stop with ctrl-c or SIGTERM: requests in flight finish first.")]
@@ -226,6 +228,11 @@ pub struct ServeArgs {
     /// else 1024].
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Serve the web app's files from this folder (read at each request) instead of the copy
+    /// built into recall: for working on the page without rebuilding
+    /// (crates/recall-server/web).
+    #[arg(long, env = "RECALL_WEB_DIR", value_name = "DIR")]
+    pub web_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -255,6 +255,9 @@ pub struct ServerConfig {
     pub backends: crate::chat::Backends,
     /// The gateway's upstreams (none: its routes answer 503) and new conversations' policy.
     pub gateway: crate::gateway::Gateway,
+    /// Serve the web app's files from this folder, read at each request, instead of the
+    /// copy embedded in the binary (for working on the page; `RECALL_WEB_DIR` in the CLI).
+    pub web_dir: Option<std::path::PathBuf>,
 }
 
 impl ServerConfig {
@@ -267,6 +270,7 @@ impl ServerConfig {
             no_auth: false,
             backends: crate::chat::Backends::default(),
             gateway: crate::gateway::Gateway::new(),
+            web_dir: None,
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod rate;
 mod routes;
 mod tasks;
 pub mod views;
+pub mod web;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -188,6 +189,7 @@ pub fn router(state: AppState) -> Router {
         .merge(v1)
         .merge(anthropic)
         .merge(openai)
+        .merge(web::routes())
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

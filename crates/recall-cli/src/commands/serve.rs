@@ -88,6 +88,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     })?;
     let mut config = ServerConfig::from_file(&file);
     config.no_auth = a.no_auth;
+    config.web_dir = a.web_dir.clone();
     config.backends = backends_from_env()?;
     config.gateway = gateway_from_env()?;
     init_logging(&a.log_format)?;
