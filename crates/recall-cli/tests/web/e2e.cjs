@@ -483,6 +483,28 @@ async function main() {
       await page.locator('#inspector[data-status="ready"][data-format]').waitFor();
     });
 
+    await check('the inspector lists what recall adds, with the scores the server reports', async () => {
+      assert.ok(results.inspect, 'the inspector check ran first');
+      const id = results.inspect.id;
+      await gotoHash(page, `#/c/${id}/inspect`);
+      await page.locator('#inspector[data-status="ready"]').waitFor();
+      await page.fill('#insp-max-tokens', '400');
+      await page.fill('#insp-recall-tokens', '100');
+      await page.click('#insp-update');
+      await page.locator('#inspector[data-status="ready"] ul.recalled li').first().waitFor();
+      const shown = await page.locator('#inspector ul.recalled li').allTextContents();
+      const ctx = await http('POST', `/v1/conversations/${id}/context`, { body: { max_tokens: 400, recall_tokens: 100 } });
+      const want = ctx.stats.recalled.messages.map((m) =>
+        `#${m.seq} · score ${Number(m.score).toFixed(3)}${m.hit ? ' · hit' : ' · context'}`);
+      assert.ok(want.length > 0, `something is recalled: ${JSON.stringify(ctx.stats.recalled)}`);
+      assert.deepEqual(shown, want);
+      // Recalled messages are older than the window.
+      for (const m of ctx.stats.recalled.messages) assert.ok(m.seq < ctx.window.first_seq, `#${m.seq} is before the window`);
+      await shot(page, 'inspector-recall');
+      await page.fill('#insp-recall-tokens', '');
+      await page.fill('#insp-max-tokens', '');
+    });
+
     await check('markdown renders as DOM; message HTML and script URLs stay text', async () => {
       const conv = await http('POST', '/v1/conversations', { body: { title: '<img src=x onerror="window.__pwned=1"> title' } });
       const evil = [
