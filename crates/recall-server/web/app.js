@@ -596,9 +596,11 @@ function buildShell() {
       h('button', { type: 'button', class: 'btn btn-primary', id: 'new-conv', 'aria-label': 'New conversation', onclick: createConversation }, '+ New')),
     searchForm, ui.searchStatus, ui.searchResults,
     h('div', { class: 'conv-scroll' }, ui.convStatus, ui.convList, ui.convMore));
-  ui.main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
-  ui.insp = h('aside', { id: 'inspector', class: 'inspector', 'aria-labelledby': 'insp-title', hidden: true });
-  $('#app').replaceChildren(h('div', { class: 'shell' }, ui.sidebar, ui.main, ui.insp));
+  // One <main> holds every screen (at 360 px only one of them shows), each a labelled region.
+  ui.main = h('section', { id: 'main', class: 'main', tabindex: '-1', 'aria-label': 'Conversation' });
+  ui.insp = h('section', { id: 'inspector', class: 'inspector', 'aria-labelledby': 'insp-title', hidden: true });
+  $('#app').replaceChildren(h('main', { class: 'shell' },
+    h('h1', { class: 'sr-only' }, 'recall'), ui.sidebar, ui.main, ui.insp));
 }
 
 // ---------------------------------------------------------------- routing
