@@ -15,24 +15,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use recall_testkit::process::{python_with, workspace_root, Served};
+use recall_testkit::process::{python_with, run_ok, workspace_root, Served};
 use serde_json::{json, Value};
 
 /// Runs `recall ARGS` on `db` and returns its stdout; panics when it fails.
 fn recall(db: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(args)
-        .env("RECALL_DB", db)
-        .env_remove("RECALL_TENANT")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run recall");
-    assert!(
-        out.status.success(),
-        "recall {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
+    run_ok(
+        Command::new(env!("CARGO_BIN_EXE_recall"))
+            .args(args)
+            .env("RECALL_DB", db)
+            .env_remove("RECALL_TENANT"),
+    )
+    .0
 }
 
 fn new_key(db: &Path, tenant: &str) -> String {

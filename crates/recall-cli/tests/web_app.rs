@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use recall_testkit::process::{browser, workspace_root, Served};
+use recall_testkit::process::{browser, run_ok, workspace_root, Served};
 use recall_testkit::provider::FakeProvider;
 use serde_json::{json, Value};
 
@@ -23,39 +23,23 @@ use serde_json::{json, Value};
 const BIG: usize = 100_000;
 
 fn recall(db: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(args)
-        .env("RECALL_DB", db)
-        .env_remove("RECALL_TENANT")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run recall");
-    assert!(
-        out.status.success(),
-        "recall {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let (stdout, _) = run_ok(
+        Command::new(env!("CARGO_BIN_EXE_recall"))
+            .args(args)
+            .env("RECALL_DB", db)
+            .env_remove("RECALL_TENANT"),
     );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_string()
+    stdout.trim().to_string()
 }
 
 /// `recall context ID --stats …` for `tenant`: the stats line it prints on stderr.
 fn context_stats(db: &Path, tenant: &str, id: &str, extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_recall"))
-        .args(["context", id, "--stats", "--tenant", tenant])
-        .args(extra)
-        .env("RECALL_DB", db)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run recall context");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (_, stderr) = run_ok(
+        Command::new(env!("CARGO_BIN_EXE_recall"))
+            .args(["context", id, "--stats", "--tenant", tenant])
+            .args(extra)
+            .env("RECALL_DB", db),
     );
-    let stderr = String::from_utf8(out.stderr).expect("utf-8");
     let line = stderr
         .lines()
         .rev()

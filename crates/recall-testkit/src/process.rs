@@ -160,3 +160,12 @@ pub fn browser(test: &str) -> Option<Browser> {
         }
     }
 }
+
+/// Runs `cmd` with no stdin and returns its stdout and stderr; panics, with the command line
+/// and its stderr, when it fails.
+pub fn run_ok(cmd: &mut Command) -> (String, String) {
+    let out = cmd.stdin(Stdio::null()).output().expect("run the command");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{cmd:?} failed: {stderr}");
+    (String::from_utf8(out.stdout).expect("utf-8 stdout"), stderr)
+}
