@@ -22,7 +22,8 @@ use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
 use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
 use crate::recall::{
-    choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery, RecallSection,
+    above_floor, choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery,
+    RecallSection, LEXICAL_FLOOR,
 };
 use crate::render::{join_summary, render, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
@@ -439,7 +440,10 @@ impl Prepared {
                 at: None,
             })
             .collect();
-        let hits = LexicalIndex::over(&candidates).rank(&q.terms, q.limit);
+        let hits = above_floor(
+            LexicalIndex::over(&candidates).rank(&q.terms, q.limit),
+            LEXICAL_FLOOR,
+        );
         Some(choose(
             q,
             &hits,

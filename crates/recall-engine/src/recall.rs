@@ -1,11 +1,13 @@
 //! Recall for a context built from the store: the store ranks the messages older than the
 //! window (`Store::recall_lexical`; with an embedder, `Store::recall_semantic` too, the two
-//! fused by reciprocal rank); the store reads the messages recall-core's choice looks at
+//! fused by reciprocal rank), each list cut at its floor (`recall_core::recall::above_floor`); the store reads the messages recall-core's choice looks at
 //! (`Store::recall_choose`, core's `choose_from` within the budget) and the section is placed
 //! by core (`recall_core::recall`).
 
 use recall_core::context::Prepared;
-use recall_core::recall::{reciprocal_rank_fusion, RecallSection};
+use recall_core::recall::{
+    above_floor, reciprocal_rank_fusion, RecallSection, LEXICAL_FLOOR, SEMANTIC_FLOOR,
+};
 
 use crate::{Engine, EngineError};
 
@@ -22,7 +24,7 @@ impl Engine {
         };
         let lexical = self.store.recall_lexical(tenant, id, query).await?;
         let mut complete = lexical.complete;
-        let mut hits = lexical.hits;
+        let mut hits = above_floor(lexical.hits, LEXICAL_FLOOR);
         if let Some(embedder) = self.embedder() {
             // Semantic similarity of the query's text, fused with the lexical ranking.
             let text = if query.text.trim().is_empty() {
@@ -40,7 +42,7 @@ impl Engine {
                     .recall_semantic(tenant, id, query, embedder.model(), q.vector())
                     .await?;
                 complete &= semantic.complete;
-                hits = reciprocal_rank_fusion(&[hits, semantic.hits]);
+                hits = reciprocal_rank_fusion(&[hits, above_floor(semantic.hits, SEMANTIC_FLOOR)]);
             }
         }
         hits.truncate(query.limit);

@@ -10,9 +10,13 @@
 //!    with `recall_scope: tenant`, the tenant's other conversations too): BM25 with OR
 //!    semantics from per-message term weights, one definition in memory ([`LexicalIndex`])
 //!    and in the stores (see `lexical`), fused with semantic similarity when an embedder is
-//!    configured ([`reciprocal_rank_fusion`]);
+//!    configured ([`reciprocal_rank_fusion`]); each list keeps only the hits scoring at least
+//!    a share of its best ([`LEXICAL_FLOOR`], [`SEMANTIC_FLOOR`]), so a section is only as
+//!    large as what is relevant;
 //! 4. [`choose`]s within `recall_tokens`: each hit in rank order with its tool pair whole,
-//!    then the message before and after it when they fit; chronological, deduplicated;
+//!    then the other half of its exchange when it fits (a user message's reply, an
+//!    assistant message's question; both sides of a tool pair); chronological,
+//!    deduplicated;
 //! 5. renders them as one tagged section ([`render_section`]) placed so that no byte before
 //!    the newest user message changes: a leading text block of that message in
 //!    `anthropic`/`openai`, a section just before its turn in the text formats (`xml`: just
@@ -61,6 +65,35 @@ pub use vector::{dot, vector_from_bytes, vector_to_bytes, CosineTop};
 
 use crate::message::Message;
 use crate::policy::RecallScope;
+
+/// A lexical hit is kept only when its score is at least this share of the best lexical
+/// hit's ([`above_floor`]): a section holds what is relevant, not whatever fills the budget.
+/// Every byte of a section is new in each request (the previous request's section is gone
+/// from the message that carried it), so its size is what a prompt cache cannot serve;
+/// docs/BENCHMARKS.md ("Prompt-cache reuse with recall") has the measurements it was set by.
+pub const LEXICAL_FLOOR: f64 = 0.7;
+
+/// The same for the semantic list: a cosine at least this share of the best one's. Lower
+/// than [`LEXICAL_FLOOR`]: cosines of related and unrelated messages lie closer together.
+pub const SEMANTIC_FLOOR: f64 = 0.6;
+
+/// The hits of one ranked list (best first) that score at least `ratio` of its best; all
+/// of them when the best is not above zero.
+///
+/// ```
+/// use recall_core::recall::{above_floor, Ranked};
+/// let hits = vec![Ranked::new(None, 4, 10.0), Ranked::new(None, 9, 7.5), Ranked::new(None, 2, 3.0)];
+/// let kept: Vec<i64> = above_floor(hits, 0.7).iter().map(|h| h.seq).collect();
+/// assert_eq!(kept, [4, 9]);
+/// let flat = vec![Ranked::new(None, 1, 0.0), Ranked::new(None, 2, 0.0)];
+/// assert_eq!(above_floor(flat, 0.7).len(), 2);
+/// ```
+pub fn above_floor(mut hits: Vec<Ranked>, ratio: f64) -> Vec<Ranked> {
+    if let Some(best) = hits.first().map(|h| h.score).filter(|&b| b > 0.0) {
+        hits.retain(|h| h.score >= ratio * best);
+    }
+    hits
+}
 
 /// Hits a store is asked for per context: more than a budget of 1,000–8,000 tokens can hold
 /// with neighbours, few enough to read their neighbours in one statement.

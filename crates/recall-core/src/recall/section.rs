@@ -424,6 +424,19 @@ impl Choice<'_> {
     }
 }
 
+/// The seqs of the units a taken hit brings when they fit: the other half of its exchange
+/// (a user message's reply after it, an assistant message's question before it); both
+/// sides of a tool pair or a message of another role. Only the exchange, not both
+/// neighbours: the message on the other side belongs to another exchange, and every
+/// recalled token is one a prompt cache cannot serve.
+fn exchange_sides(role: Option<Role>, unit: &[RecallKey], first: i64, last: i64) -> Vec<i64> {
+    match (unit.len(), role) {
+        (1, Some(Role::User)) => vec![last + 1],
+        (1, Some(Role::Assistant)) => vec![first - 1],
+        _ => vec![first - 1, last + 1],
+    }
+}
+
 /// [`choose_from`] over candidates already read.
 pub fn choose(
     query: &RecallQuery,
@@ -441,8 +454,9 @@ pub fn choose(
 }
 
 /// Chooses the recalled messages: for each hit in rank order, its unit (the message, or its
-/// tool pair whole) when it fits the budget, then the unit before it and the unit after it
-/// when each fits; a message is taken once. The budget covers the whole section: each
+/// tool pair whole) when it fits the budget, then the other half of its exchange when it
+/// fits (a user message's reply, an assistant message's question; for a tool pair, the
+/// unit before it and the unit after it); a message is taken once. The budget covers the whole section: each
 /// excerpt's tokens under `counter`, and the frame's once. Only messages within two seqs of
 /// a hit are looked at ([`RecallQuery::neighbour_keys`]), each read from `source` at most
 /// once and only when needed; candidates outside [`RecallQuery::allows`] are never taken.
@@ -485,7 +499,7 @@ pub fn choose_from<S: CandidateSource>(
             (Some(f), Some(l)) => (f.seq, l.seq),
             _ => continue,
         };
-        for seq in [first - 1, last + 1] {
+        for seq in exchange_sides(look.get(&key)?.map(|c| c.message.role), &unit, first, last) {
             let n = RecallKey {
                 conversation_id: key.conversation_id.clone(),
                 seq,
@@ -585,6 +599,33 @@ mod tests {
             + (Tokenizer::Chars4.count(&frame(RecallScope::Conversation).0)
                 + Tokenizer::Chars4.count(RECALL_CLOSE)) as u64;
         assert_eq!(s.stats.tokens, want);
+    }
+
+    #[test]
+    fn a_hit_brings_the_other_half_of_its_exchange_only() {
+        let text = |seq: i64, role, t: &str| cand(seq, Message::text(role, t));
+        let cands = vec![
+            text(1, Role::User, "what is the weather"),
+            text(2, Role::Assistant, "sunny"),
+            text(3, Role::User, "my zebra is called Ziggy"),
+            text(4, Role::Assistant, "a fine name"),
+            text(5, Role::User, "anything else"),
+            text(6, Role::Assistant, "the giraffe is taller than the zebra"),
+            text(7, Role::User, "thanks"),
+        ];
+        let q = RecallQuery::new("zebra", 20, 1000, RecallScope::Conversation);
+        let seqs = |hits: &[Ranked]| -> Vec<i64> {
+            let s = choose(&q, hits, &cands, &Tokenizer::Chars4, true, true);
+            s.messages.iter().map(|m| m.seq).collect()
+        };
+        // A user message brings its reply, not the reply before it.
+        assert_eq!(seqs(&[Ranked::new(None, 3, 1.0)]), [3, 4]);
+        // An assistant message brings its question, not the next user message.
+        assert_eq!(seqs(&[Ranked::new(None, 6, 1.0)]), [5, 6]);
+        assert_eq!(
+            seqs(&[Ranked::new(None, 3, 2.0), Ranked::new(None, 6, 1.0)]),
+            [3, 4, 5, 6]
+        );
     }
 
     #[test]
