@@ -118,9 +118,20 @@ struct Sums {
     input_tokens: u64,
     output_tokens: u64,
     appended: u64,
+    section_tokens: u64,
 }
 
 impl Sums {
+    /// One turn: its request `text`, the previous request `prev`, its context `out`.
+    fn count(&mut self, out: &recall_core::ContextOutput, prev: &str, text: &str) {
+        let r = out.stats.recalled.as_ref();
+        self.recalled += usize::from(r.is_some_and(|r| !r.messages.is_empty()));
+        self.section_tokens += r.map_or(0, |r| r.tokens);
+        self.shared += common_prefix(prev, text);
+        self.total += text.len();
+        self.turns += 1;
+    }
+
     fn add(&mut self, o: Sums) {
         self.shared += o.shared;
         self.total += o.total;
@@ -130,6 +141,7 @@ impl Sums {
         self.input_tokens += o.input_tokens;
         self.output_tokens += o.output_tokens;
         self.appended += o.appended;
+        self.section_tokens += o.section_tokens;
     }
 }
 
@@ -173,11 +185,7 @@ fn reuse(messages: &[InputMessage], row: &Row, format: Format) -> Sums {
         let text = text_of(&out.prompt);
         if end > FIRST_TURN {
             if let Some(prev) = &previous {
-                let r = out.stats.recalled.as_ref();
-                sums.recalled += usize::from(r.is_some_and(|r| !r.messages.is_empty()));
-                sums.shared += common_prefix(prev, &text);
-                sums.total += text.len();
-                sums.turns += 1;
+                sums.count(&out, prev, &text);
             }
         }
         previous = Some(text);
@@ -242,6 +250,102 @@ fn compact_after(
     }
 }
 
+/// Reuse of a chat as `recall chat` runs it on a stored conversation with an embedder: each
+/// message appended to a SQLite store and embedded before the next (the background catch-up,
+/// done in step so the index is always complete), and before each user message is answered,
+/// `Engine::context` of the conversation that ends with it (its text the query), with
+/// `row`'s policy.
+fn reuse_stored(
+    rt: &tokio::runtime::Runtime,
+    engine: &recall_engine::Engine,
+    turns: &[common::convo::Turn],
+    row: &Row,
+    format: Format,
+) -> Sums {
+    use recall_engine::DEFAULT_TENANT as T;
+    let conv = rt
+        .block_on(engine.create_conversation(
+            T,
+            recall_engine::store::NewConversation {
+                system_prompt: Some("You are a helpful assistant.".into()),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    let mut sums = Sums {
+        appended: turns.len() as u64,
+        ..Sums::default()
+    };
+    let mut previous: Option<String> = None;
+    for (i, t) in turns.iter().enumerate() {
+        let role = if t.user { "user" } else { "assistant" };
+        let value = serde_json::json!({ "role": role, "content": t.text });
+        rt.block_on(engine.append_message(T, &conv.id, value))
+            .unwrap();
+        rt.block_on(engine.catch_up_vectors(T, Some(&conv.id), usize::MAX))
+            .unwrap();
+        if !t.user {
+            continue;
+        }
+        let req = ContextRequest {
+            overrides: PolicyOverrides {
+                max_tokens: Some(Count::from(row.max_tokens)),
+                recall_tokens: row.recall_tokens.map(Count::from),
+                trim: Some(row.trim),
+                ..PolicyOverrides::default()
+            },
+            ..ContextRequest::new(format)
+        };
+        let out = rt.block_on(engine.context(T, &conv.id, &req)).unwrap();
+        let text = text_of(&out.prompt);
+        if i + 1 > FIRST_TURN {
+            if let Some(prev) = &previous {
+                sums.count(&out, prev, &text);
+            }
+        }
+        previous = Some(text);
+    }
+    sums
+}
+
+/// The row of the chat workload with an embedder (`RECALL_EMBED_MODEL` or
+/// `RECALL_EMBED_URL`, as `recall` reads them): `None` without one.
+fn embedder_row(quick: bool) -> Option<(String, Sums)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let embedder = match rt.block_on(recall_engine::embed::from_env()) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("cache_reuse: the row with an embedder skipped: no embedder ({e})");
+            return None;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("reuse.db").display());
+    let engine = rt
+        .block_on(recall_engine::Engine::open(
+            &url,
+            recall_engine::Limits::default(),
+        ))
+        .unwrap()
+        .with_embedder(std::sync::Arc::from(embedder));
+    let model = engine.embedder().unwrap().model().to_string();
+    let mut all = Sums::default();
+    for k in 0..if quick { 2 } else { 8 } {
+        let c = common::convo::conversation(k);
+        all.add(reuse_stored(
+            &rt,
+            &engine,
+            &c.turns,
+            &ROWS[1],
+            Format::Anthropic,
+        ));
+    }
+    Some((model, all))
+}
+
 fn input(messages: Vec<Message>) -> Vec<InputMessage> {
     messages
         .into_iter()
@@ -250,18 +354,23 @@ fn input(messages: Vec<Message>) -> Vec<InputMessage> {
         .collect()
 }
 
+/// The mean tokens of the recalled section per turn.
+fn mean_section(s: &Sums) -> String {
+    format!("{:.0}", s.section_tokens as f64 / s.turns.max(1) as f64)
+}
+
 fn table(name: &str, conversations: &[Vec<InputMessage>]) {
     let formats = [Format::Anthropic, Format::Openai, Format::Transcript];
     println!("{name}:\n");
     println!(
-        "| window | {} | turns recalling |",
+        "| window | {} | turns recalling | mean section tokens |",
         formats.map(|f| f.to_string()).join(" | ")
     );
-    println!("|---|{}---:|", "---:|".repeat(formats.len()));
+    println!("|---|{}---:|---:|", "---:|".repeat(formats.len()));
     let mut costs: Vec<String> = Vec::new();
     for row in &ROWS {
         let mut cells = Vec::new();
-        let mut recalling = String::new();
+        let (mut recalling, mut section) = (String::new(), String::new());
         for &f in &formats {
             let mut all = Sums::default();
             for c in conversations {
@@ -282,8 +391,13 @@ fn table(name: &str, conversations: &[Vec<InputMessage>]) {
                 all.shared as f64 / all.total.max(1) as f64
             ));
             recalling = format!("{} of {}", all.recalled, all.turns);
+            section = mean_section(&all);
         }
-        println!("| {} | {} | {recalling} |", row.name, cells.join(" | "));
+        println!(
+            "| {} | {} | {recalling} | {section} |",
+            row.name,
+            cells.join(" | ")
+        );
     }
     println!();
     println!("Summariser cost per 1,000 appended messages:\n");
@@ -317,6 +431,17 @@ fn main() {
         ),
         &chats,
     );
+    if let Some((model, s)) = embedder_row(quick) {
+        println!(
+            "With an embedder ({model}; stored conversations on SQLite, `Engine::context`, \
+             anthropic): {} with {:.3}, {} of {} turns recalling, mean section {} tokens\n",
+            ROWS[1].name,
+            s.shared as f64 / s.total.max(1) as f64,
+            s.recalled,
+            s.turns,
+            mean_section(&s)
+        );
+    }
     let large = input(workload::conversation(1_000));
     table(
         &format!("Prompt-cache reuse, large-message workload (1,000 messages, turns after message {FIRST_TURN})"),
