@@ -22,8 +22,8 @@ use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
 use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
 use crate::recall::{
-    above_floor, choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery,
-    RecallSection, LEXICAL_FLOOR,
+    choose, lexical_hits, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery,
+    RecallSection,
 };
 use crate::render::{join_summary, render, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
@@ -440,10 +440,7 @@ impl Prepared {
                 at: None,
             })
             .collect();
-        let hits = above_floor(
-            LexicalIndex::over(&candidates).rank(&q.terms, q.limit),
-            LEXICAL_FLOOR,
-        );
+        let hits = lexical_hits(LexicalIndex::over(&candidates).rank(&q.terms, q.limit));
         Some(choose(
             q,
             &hits,

@@ -24,7 +24,10 @@
 //! windows with `recall_tokens` 1,000 of 4,000, sliding windows with recall (for contrast:
 //! a sliding window moves every turn), and stable windows with summaries (`summary_tokens`
 //! 1,000 of 4,000). Acceptance: stable windows with recall (issue 21) and with summaries
-//! (issue 22) reuse at least 0.8 on the stable-window workload.
+//! (issue 22) reuse at least 0.8 on the stable-window workload. With an embedding model in
+//! the environment (`RECALL_EMBED_MODEL` or `RECALL_EMBED_URL`), one more figure: the chat
+//! workload's recall row as `recall chat` runs it, through the engine on SQLite with lexical
+//! and semantic recall fused.
 //!
 //! Summaries are compacted as `recall chat`/`recall serve` do: after a turn whose window
 //! starts past the summary in force, the next request carries the new one. The summariser is

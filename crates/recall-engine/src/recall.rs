@@ -1,13 +1,12 @@
 //! Recall for a context built from the store: the store ranks the messages older than the
-//! window (`Store::recall_lexical`; with an embedder, `Store::recall_semantic` too, the two
-//! fused by reciprocal rank), each list cut at its floor (`recall_core::recall::above_floor`); the store reads the messages recall-core's choice looks at
+//! window (`Store::recall_lexical`; with an embedder, `Store::recall_semantic` too), each
+//! list is cut by core (`recall_core::recall::{lexical_hits, semantic_hits}`) and the two
+//! fused by reciprocal rank; the store reads the messages recall-core's choice looks at
 //! (`Store::recall_choose`, core's `choose_from` within the budget) and the section is placed
 //! by core (`recall_core::recall`).
 
 use recall_core::context::Prepared;
-use recall_core::recall::{
-    above_floor, reciprocal_rank_fusion, RecallSection, LEXICAL_FLOOR, SEMANTIC_FLOOR,
-};
+use recall_core::recall::{lexical_hits, reciprocal_rank_fusion, semantic_hits, RecallSection};
 
 use crate::{Engine, EngineError};
 
@@ -24,7 +23,7 @@ impl Engine {
         };
         let lexical = self.store.recall_lexical(tenant, id, query).await?;
         let mut complete = lexical.complete;
-        let mut hits = above_floor(lexical.hits, LEXICAL_FLOOR);
+        let mut hits = lexical_hits(lexical.hits);
         if let Some(embedder) = self.embedder() {
             // Semantic similarity of the query's text, fused with the lexical ranking.
             let text = if query.text.trim().is_empty() {
@@ -42,7 +41,7 @@ impl Engine {
                     .recall_semantic(tenant, id, query, embedder.model(), q.vector())
                     .await?;
                 complete &= semantic.complete;
-                hits = reciprocal_rank_fusion(&[hits, above_floor(semantic.hits, SEMANTIC_FLOOR)]);
+                hits = reciprocal_rank_fusion(&[hits, semantic_hits(semantic.hits)]);
             }
         }
         hits.truncate(query.limit);

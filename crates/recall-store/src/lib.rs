@@ -265,9 +265,9 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<RecallCandidate>, StoreError>;
 
     /// Recall's choice among `hits` (`recall_core::recall::choose_from`: each hit's unit
-    /// when it fits `query.budget`, then its neighbours), reading the messages it looks at
-    /// from this history as [`Store::recall_messages`] names them, excerpts counted under
-    /// `tokenizer`. The default reads every message within two seqs of a hit at once, then
+    /// when it fits `query.budget`, then the other half of its exchange), reading the
+    /// messages it looks at from this history as [`Store::recall_messages`] names them,
+    /// excerpts counted under `tokenizer`. The default reads every message within two seqs of a hit at once, then
     /// chooses; a store that reads cheaply one message at a time (SQLite) reads only those
     /// the choice looks at, and takes the excerpts' counts its index keeps. Either way the
     /// result is `choose`'s over the same messages.

@@ -11,7 +11,7 @@
 //!    semantics from per-message term weights, one definition in memory ([`LexicalIndex`])
 //!    and in the stores (see `lexical`), fused with semantic similarity when an embedder is
 //!    configured ([`reciprocal_rank_fusion`]); each list keeps only the hits scoring at least
-//!    a share of its best ([`LEXICAL_FLOOR`], [`SEMANTIC_FLOOR`]), so a section is only as
+//!    a share of its best ([`lexical_hits`], [`semantic_hits`]), so a section is only as
 //!    large as what is relevant;
 //! 4. [`choose`]s within `recall_tokens`: each hit in rank order with its tool pair whole,
 //!    then the other half of its exchange when it fits (a user message's reply, an
@@ -76,6 +76,30 @@ pub const LEXICAL_FLOOR: f64 = 0.7;
 /// The same for the semantic list: a cosine at least this share of the best one's. Lower
 /// than [`LEXICAL_FLOOR`]: cosines of related and unrelated messages lie closer together.
 pub const SEMANTIC_FLOOR: f64 = 0.6;
+
+/// The semantic list's hits fused at most: on an ordinary turn many older messages are
+/// about as similar as the best one (a conversation comes back to its topics), and they
+/// would fill every section.
+pub const SEMANTIC_HITS: usize = 8;
+
+/// The lexical hits recall uses: those above [`LEXICAL_FLOOR`].
+pub fn lexical_hits(hits: Vec<Ranked>) -> Vec<Ranked> {
+    above_floor(hits, LEXICAL_FLOOR)
+}
+
+/// The semantic hits recall fuses: those above [`SEMANTIC_FLOOR`], [`SEMANTIC_HITS`] at
+/// most.
+///
+/// ```
+/// use recall_core::recall::{semantic_hits, Ranked, SEMANTIC_HITS};
+/// let hits: Vec<Ranked> = (0..40).map(|i| Ranked::new(None, i, 0.9 - i as f64 * 0.001)).collect();
+/// assert_eq!(semantic_hits(hits).len(), SEMANTIC_HITS);
+/// ```
+pub fn semantic_hits(hits: Vec<Ranked>) -> Vec<Ranked> {
+    let mut hits = above_floor(hits, SEMANTIC_FLOOR);
+    hits.truncate(SEMANTIC_HITS);
+    hits
+}
 
 /// The hits of one ranked list (best first) that score at least `ratio` of its best; all
 /// of them when the best is not above zero.
