@@ -456,8 +456,8 @@ pub fn choose(
 /// Chooses the recalled messages: for each hit in rank order, its unit (the message, or its
 /// tool pair whole) when it fits the budget, then the other half of its exchange when it
 /// fits (a user message's reply, an assistant message's question; for a tool pair, the
-/// unit before it and the unit after it); a message is taken once. The budget covers the whole section: each
-/// excerpt's tokens under `counter`, and the frame's once. Only messages within two seqs of
+/// unit before it and the unit after it); a message is taken once. The budget covers the
+/// whole section: each excerpt's tokens under `counter`, and the frame's once. Only messages within two seqs of
 /// a hit are looked at ([`RecallQuery::neighbour_keys`]), each read from `source` at most
 /// once and only when needed; candidates outside [`RecallQuery::allows`] are never taken.
 /// `complete` is reported in the stats.
