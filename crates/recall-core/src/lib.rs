@@ -20,6 +20,7 @@ pub mod select;
 pub mod stable;
 pub mod summary;
 pub mod task;
+pub mod time;
 pub mod tokens;
 
 pub use context::{build_context, ContextError, ContextOutput, ContextRequest};

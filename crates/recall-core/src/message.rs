@@ -132,6 +132,12 @@ pub struct Message {
     pub id: Option<String>,
     /// Free-form metadata object (`"metadata"` in the input).
     pub metadata: Option<Map<String, Value>>,
+    /// The time the input gave (`"created_at"`, RFC 3339), in milliseconds since the Unix
+    /// epoch, UTC ([`crate::time`]): an append stores it as given, and a message without one
+    /// gets the store's clock. Only input carries it: a stored message's time is its
+    /// record's, and reads leave this `None`. [`Message::to_json`] never writes it (no output
+    /// format sends a time to a model); an export writes the stored time itself.
+    pub created_at: Option<i64>,
 }
 
 impl Message {
@@ -142,6 +148,7 @@ impl Message {
             content: Content::Text(text.into()),
             id: None,
             metadata: None,
+            created_at: None,
         }
     }
 
@@ -152,6 +159,7 @@ impl Message {
             content: Content::Blocks(blocks),
             id: None,
             metadata: None,
+            created_at: None,
         }
     }
 

@@ -179,8 +179,9 @@ fn messages_from_entries(
         system,
         ..Conversation::default()
     };
-    // A run of OpenAI `tool` messages is gathered here and becomes one user message.
-    let mut tool_run: Option<(usize, Vec<Block>)> = None;
+    // A run of OpenAI `tool` messages is gathered here and becomes one user message, at the
+    // time of the run's first message.
+    let mut tool_run: Option<(usize, Vec<Block>, Option<i64>)> = None;
     for (i, entry) in entries.into_iter().enumerate() {
         let parsed = parse_entry(entry, i, &opts.label);
         match parsed {
@@ -191,16 +192,13 @@ fn messages_from_entries(
                 conv.skipped += 1;
                 conv.warnings.push(problem.warning());
             }
-            Ok(Parsed::ToolResult(block)) => match &mut tool_run {
-                Some((_, blocks)) => blocks.push(block),
-                None => tool_run = Some((i, vec![block])),
+            Ok(Parsed::ToolResult(block, at)) => match &mut tool_run {
+                Some((_, blocks, _)) => blocks.push(block),
+                None => tool_run = Some((i, vec![block], at)),
             },
             Ok(Parsed::Message(m)) => {
-                if let Some((idx, blocks)) = tool_run.take() {
-                    conv.messages.push(InputMessage {
-                        index: idx,
-                        message: Message::blocks(Role::User, blocks),
-                    });
+                if let Some(run) = tool_run.take() {
+                    conv.messages.push(tool_run_message(run));
                 }
                 conv.messages.push(InputMessage {
                     index: i,
@@ -209,19 +207,23 @@ fn messages_from_entries(
             }
         }
     }
-    if let Some((idx, blocks)) = tool_run.take() {
-        conv.messages.push(InputMessage {
-            index: idx,
-            message: Message::blocks(Role::User, blocks),
-        });
+    if let Some(run) = tool_run.take() {
+        conv.messages.push(tool_run_message(run));
     }
     Ok(conv)
 }
 
+/// The user message a run of OpenAI `tool` messages becomes.
+fn tool_run_message((index, blocks, created_at): (usize, Vec<Block>, Option<i64>)) -> InputMessage {
+    let mut message = Message::blocks(Role::User, blocks);
+    message.created_at = created_at;
+    InputMessage { index, message }
+}
+
 enum Parsed {
     Message(Message),
-    /// An OpenAI `tool` message, as a `tool_result` block.
-    ToolResult(Block),
+    /// An OpenAI `tool` message, as a `tool_result` block, and its time.
+    ToolResult(Block, Option<i64>),
 }
 
 /// What is wrong with one entry of the input, naming it (`messages[3] has empty/invalid
@@ -242,7 +244,11 @@ impl InvalidEntry {
 pub fn parse_message_value(v: Value, index: usize, label: &str) -> Result<Message, InvalidEntry> {
     match parse_entry(v, index, label)? {
         Parsed::Message(m) => Ok(m),
-        Parsed::ToolResult(b) => Ok(Message::blocks(Role::User, vec![b])),
+        Parsed::ToolResult(b, at) => {
+            let mut m = Message::blocks(Role::User, vec![b]);
+            m.created_at = at;
+            Ok(m)
+        }
     }
 }
 
@@ -285,6 +291,21 @@ fn parse_entry(v: Value, i: usize, label: &str) -> Result<Parsed, InvalidEntry> 
             )))
         }
     };
+    let created_at = match obj.remove("created_at") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(crate::time::parse_rfc3339(&s).map_err(|why| {
+            InvalidEntry(format!(
+                "{label}[{i}] has an invalid 'created_at' ({why}; expected an RFC 3339 time \
+                 such as 2023-05-08T13:56:00Z)"
+            ))
+        })?),
+        Some(_) => {
+            return Err(InvalidEntry(format!(
+                "{label}[{i}] has an invalid 'created_at' (expected an RFC 3339 time such as \
+                 2023-05-08T13:56:00Z)"
+            )))
+        }
+    };
 
     let content_v = obj.remove("content").unwrap_or(Value::Null);
     let role = match role_name.as_str() {
@@ -308,11 +329,14 @@ fn parse_entry(v: Value, i: usize, label: &str) -> Result<Parsed, InvalidEntry> 
                 Value::Null => ToolResultContent::Text(String::new()),
                 _ => return Err(empty()),
             };
-            return Ok(Parsed::ToolResult(Block::ToolResult {
-                tool_use_id: tool_call_id,
-                content,
-                is_error: None,
-            }));
+            return Ok(Parsed::ToolResult(
+                Block::ToolResult {
+                    tool_use_id: tool_call_id,
+                    content,
+                    is_error: None,
+                },
+                created_at,
+            ));
         }
         _ => return Err(invalid_role()),
     };
@@ -349,6 +373,7 @@ fn parse_entry(v: Value, i: usize, label: &str) -> Result<Parsed, InvalidEntry> 
         content,
         id,
         metadata,
+        created_at,
     };
     if !has_substance(&message) {
         return Err(empty());
@@ -565,6 +590,45 @@ mod tests {
         );
         assert_eq!(c.messages.len(), 1);
         assert_eq!(c.skipped, 1);
+    }
+
+    #[test]
+    fn created_at_is_read_and_a_bad_one_named() {
+        let c = parse(
+            r#"[{"role":"user","content":"a","created_at":"2023-05-08T13:56:00Z"},
+                {"role":"assistant","content":"b","created_at":null},
+                {"role":"user","content":"c","created_at":"yesterday"},
+                {"role":"user","content":"d","created_at":1683554160},
+                {"role":"assistant","content":null,"tool_calls":[
+                  {"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}]},
+                {"role":"tool","tool_call_id":"t","content":"1","created_at":"2023-05-08T13:57:00+01:00"}]"#,
+        );
+        assert_eq!(c.messages[0].message.created_at, Some(1_683_554_160_000));
+        assert_eq!(c.messages[1].message.created_at, None);
+        assert_eq!(
+            c.warnings,
+            vec![
+                "messages[2] has an invalid 'created_at' (a digit was expected; expected an \
+                 RFC 3339 time such as 2023-05-08T13:56:00Z), skipping",
+                "messages[3] has an invalid 'created_at' (expected an RFC 3339 time such as \
+                 2023-05-08T13:56:00Z), skipping",
+            ]
+        );
+        // A run of tool messages takes its first message's time.
+        assert_eq!(
+            c.messages[3].message.created_at,
+            Some(1_683_554_160_000 - 3_600_000 + 60_000)
+        );
+        let e = parse_message_value(
+            serde_json::json!({"role":"user","content":"x","created_at":"2023-05-08"}),
+            4,
+            "messages",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.starts_with("messages[4] has an invalid 'created_at'"),
+            "{e}"
+        );
     }
 
     #[test]

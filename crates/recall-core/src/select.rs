@@ -166,6 +166,7 @@ pub fn cap_message(m: &Message, policy: &Policy) -> Option<Message> {
         content,
         id: m.id.clone(),
         metadata: m.metadata.clone(),
+        created_at: m.created_at,
     })
 }
 
@@ -283,6 +284,7 @@ fn strip_blocks(m: &Message, keep: impl Fn(&Block) -> bool) -> Option<Option<Mes
         content: Content::Blocks(rest),
         id: m.id.clone(),
         metadata: m.metadata.clone(),
+        created_at: m.created_at,
     }))
 }
 

@@ -193,6 +193,7 @@ fn cut_message(m: &Message) -> Option<Message> {
         content: crate::message::Content::Text(format!("{} … [cut]", &text[..cut])),
         id: None,
         metadata: None,
+        created_at: None,
     })
 }
 

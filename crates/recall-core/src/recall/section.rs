@@ -171,6 +171,7 @@ pub fn with_leading_text(m: &Message, text: &str) -> Message {
         content: Content::Blocks(blocks),
         id: m.id.clone(),
         metadata: m.metadata.clone(),
+        created_at: m.created_at,
     }
 }
 
