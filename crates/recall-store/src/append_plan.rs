@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use recall_core::message::Role;
+use recall_core::time::Timeline;
 
 use crate::codec::Encoded;
 use crate::error::StoreError;
@@ -29,10 +30,14 @@ pub(crate) struct Running {
     /// statement's snapshot predates it); that window is then left behind and caught up by
     /// the next context build, as any stale one.
     pub current_windows: i64,
+    /// The time of the newest message of the history (ms since the epoch; `None`: no
+    /// message), which the next message's time may not be earlier than.
+    pub last_at: Option<i64>,
 }
 
 impl Running {
-    /// A conversation's totals after a clear: nothing counted, `last_seq` kept.
+    /// A conversation's totals after a clear: nothing counted, `last_seq` kept, no newest
+    /// message (so no time to follow).
     pub(crate) fn cleared(last_seq: i64) -> Running {
         Running {
             last_seq,
@@ -79,6 +84,7 @@ impl Running {
             turns: self.turns - d.turns,
             cuts: self.cuts - d.cuts,
             current_windows: self.current_windows,
+            last_at: self.last_at,
         }
     }
 
@@ -121,7 +127,8 @@ pub(crate) fn replacement(old: (&Figures, &str), new: (&Figures, &str)) -> [i64;
     std::array::from_fn(|i| n[i] - o[i])
 }
 
-/// A message already stored under a client id, as an append compares it with a new one.
+/// A message already stored under a client id, as an append compares it with a new one
+/// (its time is not compared: a retry is the same message whatever time it carries).
 #[derive(Debug, Clone)]
 pub(crate) struct StoredId {
     pub seq: i64,
@@ -154,12 +161,12 @@ fn same_message(role: &str, content: &str, metadata: Option<&str>, e: &Encoded) 
         }
 }
 
-/// The rows an append writes, once the conversation is locked: each message's seq and the
-/// running totals after it, the outcome for every message, and the figures of the history
+/// The rows an append writes, once the conversation is locked: each message's seq, time and
+/// the running totals after it, the outcome for every message, and the figures of the history
 /// messages written (for the stable windows).
 pub(crate) struct AppendPlan {
-    /// (index into the batch, seq, running totals after it).
-    pub rows: Vec<(usize, i64, Running)>,
+    /// (index into the batch, seq, time, running totals after it).
+    pub rows: Vec<(usize, i64, i64, Running)>,
     pub out: Vec<Appended>,
     pub added: Vec<Figures>,
 }
@@ -168,12 +175,18 @@ pub(crate) struct AppendPlan {
 /// after the append) and the stored messages under the batch's client ids (`seen`). A client
 /// id already stored, or used earlier in the batch, with the same message is a duplicate and
 /// writes nothing; with a different message it is a [`StoreError::Conflict`] and the whole
+/// batch is refused. Each message written gets its time from core's [`Timeline`], after the
+/// history's newest message (`r.last_at`) with the clock reading `now`: its `created_at` as
+/// given, else `now` (never earlier than the message before it); a given time earlier than
+/// the message before it, or too far ahead of `now`, is a [`StoreError::Time`] and the whole
 /// batch is refused.
 pub(crate) fn plan_appends(
     encoded: &[Encoded],
     r: &mut Running,
     seen: &HashMap<String, StoredId>,
+    now: i64,
 ) -> Result<AppendPlan, StoreError> {
+    let mut timeline = Timeline::new(r.last_at, now);
     let mut plan = AppendPlan {
         rows: Vec::with_capacity(encoded.len()),
         out: Vec::with_capacity(encoded.len()),
@@ -215,9 +228,11 @@ pub(crate) fn plan_appends(
                 None => {}
             }
         }
+        let at = timeline.place(i, e.created_at).map_err(StoreError::Time)?;
         r.last_seq += 1;
+        r.last_at = Some(at);
         r.add(&e.figures, e.role);
-        plan.rows.push((i, r.last_seq, *r));
+        plan.rows.push((i, r.last_seq, at, *r));
         if let Some(cid) = &e.client_id {
             batch_ids.insert(cid.as_str(), (r.last_seq, i));
         }
@@ -262,7 +277,7 @@ mod tests {
     fn same_message_is_a_duplicate_and_a_different_one_a_conflict() {
         let first = new(Role::User, "a", "x", Some(r#"{"k":1,"j":[1,2]}"#));
         let seen = HashMap::from([("x".to_string(), stored(&first, 7))]);
-        let plan = |batch: &[Encoded]| plan_appends(batch, &mut Running::cleared(9), &seen);
+        let plan = |batch: &[Encoded]| plan_appends(batch, &mut Running::cleared(9), &seen, 0);
 
         // Metadata keys in another order: the same message.
         let again = new(Role::User, "a", "x", Some(r#"{"j":[1,2],"k":1}"#));
@@ -317,7 +332,7 @@ mod tests {
             new(Role::User, "a", "z", None),
             new(Role::User, "a", "z", None),
         ];
-        let p = plan_appends(&same, &mut Running::cleared(3), &seen).expect("duplicate");
+        let p = plan_appends(&same, &mut Running::cleared(3), &seen, 0).expect("duplicate");
         let d = |seq, duplicate| Appended { seq, duplicate };
         assert_eq!(p.out, vec![d(4, false), d(4, true)]);
         assert_eq!(p.rows.len(), 1);
@@ -325,10 +340,44 @@ mod tests {
             new(Role::User, "a", "z", None),
             new(Role::User, "b", "z", None),
         ];
-        match plan_appends(&different, &mut Running::cleared(3), &seen) {
+        match plan_appends(&different, &mut Running::cleared(3), &seen, 0) {
             Err(StoreError::Conflict {
                 index: 1, seq: 4, ..
             }) => {}
+            other => panic!("{:?}", other.map(|p| p.out)),
+        }
+    }
+
+    #[test]
+    fn times_follow_the_history_and_retries_are_not_placed() {
+        let timed = |text: &str, id: Option<&str>, at: Option<i64>| {
+            let mut m = Message::text(Role::User, text);
+            m.id = id.map(str::to_string);
+            m.created_at = at;
+            encode(&NewMessage::complete(m), Figures::default())
+        };
+        let first = timed("a", Some("x"), Some(50));
+        let seen = HashMap::from([("x".to_string(), stored(&first, 1))]);
+        let mut r = Running {
+            last_at: Some(100),
+            ..Running::cleared(1)
+        };
+        // The retry of "x" carries an older time: not placed, not refused.
+        let batch = [
+            timed("a", Some("x"), Some(10)),
+            timed("b", None, Some(100)),
+            timed("c", None, None),
+        ];
+        let p = plan_appends(&batch, &mut r, &seen, 90).expect("in order");
+        let times: Vec<i64> = p.rows.iter().map(|row| row.2).collect();
+        assert_eq!(times, vec![100, 100]);
+        assert_eq!(r.last_at, Some(100));
+        let mut r = Running {
+            last_at: Some(100),
+            ..Running::cleared(1)
+        };
+        match plan_appends(&[timed("d", None, Some(99))], &mut r, &seen, 90) {
+            Err(StoreError::Time(t)) => assert_eq!(t.index(), 0),
             other => panic!("{:?}", other.map(|p| p.out)),
         }
     }

@@ -229,6 +229,8 @@ pub(crate) struct Encoded {
     pub metadata: Option<String>,
     pub status: &'static str,
     pub figures: Figures,
+    /// The time the message was given (`created_at`), if any.
+    pub created_at: Option<i64>,
 }
 
 /// The columns of a new message, with `figures`.
@@ -249,6 +251,7 @@ pub(crate) fn encode(m: &NewMessage, figures: Figures) -> Encoded {
             .map(|o| Value::Object(o.clone()).to_string()),
         status: m.status.as_str(),
         figures,
+        created_at: m.message.created_at,
     }
 }
 

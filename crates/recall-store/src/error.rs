@@ -31,6 +31,11 @@ pub enum StoreError {
         /// same batch: the seq it would have had).
         seq: i64,
     },
+    /// Message `index` of an append carries a time the conversation cannot take: earlier
+    /// than the message before it, or too far in the future. Nothing of the batch was
+    /// written.
+    #[error(transparent)]
+    Time(recall_core::time::TimeRefusal),
     /// Stored data could not be read back (a bug or a foreign write).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),

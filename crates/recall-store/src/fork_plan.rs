@@ -184,8 +184,9 @@ pub(crate) fn count_at(last_seq: i64, count: i64, at: i64) -> i64 {
 /// A fork's running totals: those of its parent's history at `at` (`cum`, the running totals
 /// of the newest message at or before it, zero when there is none) and `count` messages.
 /// Turns are not kept per message, so a fork's `total_turns` counts its own turns only
-/// (nothing reads it).
-pub(crate) fn fork_running(at: i64, count: i64, cum: Totals) -> Running {
+/// (nothing reads it). `last_at` is the time of that newest message, which the fork's first
+/// message of its own may not be earlier than.
+pub(crate) fn fork_running(at: i64, count: i64, cum: Totals, last_at: Option<i64>) -> Running {
     Running {
         last_seq: at,
         count,
@@ -196,6 +197,7 @@ pub(crate) fn fork_running(at: i64, count: i64, cum: Totals) -> Running {
         turns: 0,
         cuts: cum.cuts,
         current_windows: 0,
+        last_at,
     }
 }
 
@@ -228,7 +230,7 @@ pub(crate) fn stored_history_segments(row: &str) -> String {
 /// The running totals of the newest message of conversation `$1` at or before seq `$2`:
 /// o200k, cl100k, chars, chars4, cuts.
 pub(crate) const LAST_CUM: &str = "SELECT cum_o200k, cum_cl100k, cum_chars, cum_chars4, \
-     cum_cuts FROM messages WHERE conversation_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1";
+     cum_cuts, created_at FROM messages WHERE conversation_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1";
 
 /// Messages of conversation `$1` with `$2 < seq <= $3`, oldest first, at most `$4`.
 pub(crate) fn page_upto_sql() -> String {
@@ -323,12 +325,13 @@ pub(crate) fn forks_of_sql() -> String {
 /// `INSERT` of a fork: `$1` id, `$2` tenant, `$3` title, `$4` system prompt, `$5` metadata,
 /// `$6` policy, `$7` the time, `$8` parent, `$9` fork seq (also its last seq), `$10`–`$16`
 /// as `Running::columns` after the last seq (count, o200k, cl100k, chars, chars4, turns,
-/// cuts), `$17` the chain ([`encode_chain`]), `$18` whether it holds a system message.
+/// cuts), `$17` the chain ([`encode_chain`]), `$18` whether it holds a system message, `$19`
+/// the time of its newest message (`Running::last_at`).
 pub(crate) const INSERT_FORK: &str = "INSERT INTO conversations (id, tenant, title, \
      system_prompt, metadata, policy, created_at, updated_at, parent_id, fork_seq, last_seq, \
      message_count, total_o200k, total_cl100k, total_chars, total_chars4, total_turns, \
-     total_cuts, chain, prefix_system) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $9, \
-     $10, $11, $12, $13, $14, $15, $16, $17, $18)";
+     total_cuts, chain, prefix_system, last_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, \
+     $9, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
 
 /// Gives fork `$1` the stable windows of conversation `$2` that are current at `$3` (a fork
 /// at the tip has the same history, so the same windows).

@@ -98,19 +98,21 @@ pub(crate) fn list_conversations_sql() -> String {
     )
 }
 
-/// The running totals of conversation `$1` of tenant `$2` and the number of its stable
-/// windows that are current, for a writer (PostgreSQL adds `FOR UPDATE`; SQLite's writer
-/// already holds the database's write lock).
+/// The running totals of conversation `$1` of tenant `$2`, the number of its stable windows
+/// that are current and the time of its newest message, for a writer (PostgreSQL adds `FOR
+/// UPDATE`; SQLite's writer already holds the database's write lock).
 pub(crate) const RUNNING: &str = "SELECT last_seq, message_count, total_o200k, total_cl100k, \
      total_chars, total_chars4, total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows \
-     WHERE conversation_id = $1 AND stable_windows.last_seq = conversations.last_seq) \
-     FROM conversations WHERE id = $1 AND tenant = $2";
+     WHERE conversation_id = $1 AND stable_windows.last_seq = conversations.last_seq), \
+     last_at FROM conversations WHERE id = $1 AND tenant = $2";
 
 /// Saves running totals: `$1` last seq, `$2` count, `$3`–`$8` the totals (o200k, cl100k,
-/// chars, chars4, turns, cuts), `$9` the time, `$10` the conversation.
+/// chars, chars4, turns, cuts), `$9` the time, `$10` the conversation, `$11` the time of its
+/// newest message.
 pub(crate) const SAVE_RUNNING: &str = "UPDATE conversations SET last_seq = $1, \
      message_count = $2, total_o200k = $3, total_cl100k = $4, total_chars = $5, \
-     total_chars4 = $6, total_turns = $7, total_cuts = $8, updated_at = $9 WHERE id = $10";
+     total_chars4 = $6, total_turns = $7, total_cuts = $8, updated_at = $9, last_at = $11 \
+     WHERE id = $10";
 
 /// Rows a multi-row `INSERT` of messages writes at most: 17 parameters a row keeps a
 /// statement well under SQLite's limit of 32,766. One statement per chunk rather than per row

@@ -941,6 +941,7 @@ async fn round_trip_every_block(s: &dyn Store) {
             ),
             id: Some("client-1".into()),
             metadata: Some(meta.clone()),
+            created_at: None,
         },
         Message::blocks(
             Role::Assistant,

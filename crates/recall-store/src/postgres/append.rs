@@ -25,16 +25,20 @@ use crate::window_plan::Snapshot;
 type Tx<'a> = Transaction<'a, Postgres>;
 
 /// Takes the conversation's row lock and adds the totals of a batch whose every message is
-/// written (no client ids) in one statement; `$3`–`$10` as `Running::columns`, `$11` the
-/// time. Returns the totals after it and the stable windows current before it.
+/// written (no client ids) and gets the clock's time (no `created_at`) in one statement;
+/// `$3`–`$10` as `Running::columns`, `$11` the time. Every message of such a batch gets the
+/// time of the newest message after it: `$11`, or the newest message's before it when that
+/// is later (`GREATEST` passes over a NULL). Returns the totals after it, the stable windows
+/// current before it and that time.
 const RESERVE_RUNNING: &str = "UPDATE conversations SET last_seq = last_seq + $3, \
      message_count = message_count + $4, total_o200k = total_o200k + $5, \
      total_cl100k = total_cl100k + $6, total_chars = total_chars + $7, \
      total_chars4 = total_chars4 + $8, total_turns = total_turns + $9, \
-     total_cuts = total_cuts + $10, updated_at = $11 WHERE id = $1 AND tenant = $2 \
+     total_cuts = total_cuts + $10, updated_at = $11, last_at = GREATEST(last_at, $11) \
+     WHERE id = $1 AND tenant = $2 \
      RETURNING last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
      total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
-     AND stable_windows.last_seq = conversations.last_seq - $3)";
+     AND stable_windows.last_seq = conversations.last_seq - $3), last_at";
 
 fn running_at(row: &sqlx::postgres::PgRow) -> Result<Running, StoreError> {
     Ok(Running {
@@ -47,6 +51,7 @@ fn running_at(row: &sqlx::postgres::PgRow) -> Result<Running, StoreError> {
         turns: row.try_get(6)?,
         cuts: row.try_get(7)?,
         current_windows: row.try_get(8)?,
+        last_at: row.try_get(9)?,
     })
 }
 
@@ -66,13 +71,15 @@ impl PgStore {
         running_at(&row)
     }
 
-    /// Takes the lock and adds the totals of `encoded` (all of which will be written) in one
-    /// statement; returns the totals as they were before.
+    /// Takes the lock and adds the totals of `encoded` (all of which will be written, at the
+    /// clock's time `now`) in one statement; returns the totals as they were before, with the
+    /// time every message of the batch gets as the newest message's (see `RESERVE_RUNNING`).
     async fn reserve_running(
         tx: &mut Tx<'_>,
         tenant: &str,
         id: &str,
         encoded: &[Encoded],
+        now: i64,
     ) -> Result<Running, StoreError> {
         let d = Running::of_batch(encoded);
         let mut q = sqlx::query(RESERVE_RUNNING).bind(id).bind(tenant);
@@ -80,7 +87,7 @@ impl PgStore {
             q = q.bind(v);
         }
         let row = q
-            .bind(now_ms())
+            .bind(now)
             .fetch_optional(&mut **tx)
             .await?
             .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
@@ -96,7 +103,11 @@ impl PgStore {
         for v in r.columns() {
             q = q.bind(v);
         }
-        q.bind(now_ms()).bind(id).execute(&mut **tx).await?;
+        q.bind(now_ms())
+            .bind(id)
+            .bind(r.last_at)
+            .execute(&mut **tx)
+            .await?;
         Ok(())
     }
 
@@ -139,30 +150,38 @@ impl PgStore {
         encoded: &[Encoded],
     ) -> Result<Vec<Appended>, StoreError> {
         let has_client_ids = encoded.iter().any(|e| e.client_id.is_some());
+        // Given times are checked against the newest message's under the lock.
+        let locked = has_client_ids || encoded.iter().any(|e| e.created_at.is_some());
         let mut tx = self.pool.begin().await?;
-        // Without client ids every message is written, so the new totals are known before
-        // the lock: one `UPDATE … RETURNING` takes the lock and moves the totals. With client
-        // ids, which messages are written is known only under the lock: lock, read, then save
-        // the totals.
-        let (mut r, seen) = if has_client_ids {
+        let now = now_ms();
+        // Without client ids or given times every message is written at the clock's time, so
+        // the new totals are known before the lock: one `UPDATE … RETURNING` takes the lock
+        // and moves the totals. Otherwise which messages are written, and whether their times
+        // follow the history's, is known only under the lock: lock, read, then save the
+        // totals.
+        let (mut r, seen) = if locked {
             let r = Self::lock_running(&mut tx, tenant, id).await?;
-            (r, Self::stored_ids(&mut tx, id, encoded).await?)
+            let seen = if has_client_ids {
+                Self::stored_ids(&mut tx, id, encoded).await?
+            } else {
+                HashMap::new()
+            };
+            (r, seen)
         } else {
-            let r = Self::reserve_running(&mut tx, tenant, id, encoded).await?;
+            let r = Self::reserve_running(&mut tx, tenant, id, encoded, now).await?;
             (r, HashMap::new())
         };
         let before = r.last_seq;
-        let plan = plan_appends(encoded, &mut r, &seen)?;
+        let plan = plan_appends(encoded, &mut r, &seen, now)?;
         // A batch of retries writes nothing.
         if r.last_seq == before {
             tx.commit().await?;
             return Ok(plan.out);
         }
-        let now = now_ms();
         for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
             let sql = insert_messages_sql(chunk.len());
             let mut q = sqlx::query(&sql);
-            for (i, seq, run) in chunk {
+            for (i, seq, at, run) in chunk {
                 let e = &encoded[*i];
                 let f = &e.figures;
                 q = q
@@ -173,7 +192,7 @@ impl PgStore {
                     .bind(e.content.as_str())
                     .bind(e.metadata.as_deref())
                     .bind(e.status)
-                    .bind(now)
+                    .bind(*at)
                     .bind(f.tokens_o200k)
                     .bind(f.tokens_cl100k)
                     .bind(f.chars)
@@ -189,7 +208,7 @@ impl PgStore {
         if r.current_windows > 0 {
             Self::advance_stable(&mut tx, tenant, id, before, r.last_seq, &plan.added).await?;
         }
-        if has_client_ids {
+        if locked {
             Self::save_running(&mut tx, id, &r).await?;
         }
         tx.commit().await?;

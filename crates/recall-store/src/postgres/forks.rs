@@ -103,24 +103,25 @@ impl PgStore {
         conn: &mut PgConnection,
         segs: &[Segment],
         at: i64,
-    ) -> Result<Totals, StoreError> {
+    ) -> Result<(Totals, Option<i64>), StoreError> {
         for seg in truncate(segs, at) {
-            let found: Option<(i64, i64, i64, i64, i64)> = sqlx::query_as(LAST_CUM)
+            let found: Option<(i64, i64, i64, i64, i64, i64)> = sqlx::query_as(LAST_CUM)
                 .bind(&seg.id)
                 .bind(seg.upto)
                 .fetch_optional(&mut *conn)
                 .await?;
-            if let Some((o200k, cl100k, chars, chars4, cuts)) = found {
-                return Ok(Totals {
+            if let Some((o200k, cl100k, chars, chars4, cuts, last_at)) = found {
+                let t = Totals {
                     o200k,
                     cl100k,
                     chars,
                     chars4,
                     cuts,
-                });
+                };
+                return Ok((t, Some(last_at)));
             }
         }
-        Ok(Totals::default())
+        Ok((Totals::default(), None))
     }
 
     /// Forks conversation `id` at `at`, holding its row lock (so no update of its messages
@@ -153,10 +154,12 @@ impl PgStore {
                 .await?;
             check_fork_point(id, at, status.as_deref())?;
         }
+        let (totals, last_at) = Self::totals_at(&mut tx, &segs, at).await?;
         let run = fork_running(
             at,
             count_at(from.last_seq, from.message_count, at),
-            Self::totals_at(&mut tx, &segs, at).await?,
+            totals,
+            last_at,
         );
         let title = new.title.clone().or_else(|| from.title.clone());
         check_text("title", title.as_deref().unwrap_or(""))?;
@@ -193,6 +196,7 @@ impl PgStore {
             .bind(cuts)
             .bind(encode_chain(&ancestors)?)
             .bind(prefix_system)
+            .bind(run.last_at)
             .execute(&mut *tx)
             .await?;
         if at == from.last_seq {

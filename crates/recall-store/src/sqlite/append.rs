@@ -33,6 +33,7 @@ pub(super) fn running(tx: &Transaction<'_>, tenant: &str, id: &str) -> Result<Ru
                 turns: row.get(6)?,
                 cuts: row.get(7)?,
                 current_windows: row.get(8)?,
+                last_at: row.get(9)?,
             })
         })
         .optional()?
@@ -44,7 +45,7 @@ pub(super) fn save_running(tx: &Transaction<'_>, id: &str, r: &Running) -> Resul
     let [a, b, c, d, e, f, g, h] = r.columns();
     let now = now_ms();
     tx.prepare_cached(SAVE_RUNNING)?
-        .execute(named(&[&a, &b, &c, &d, &e, &f, &g, &h, &now, &id]).as_slice())?;
+        .execute(named(&[&a, &b, &c, &d, &e, &f, &g, &h, &now, &id, &r.last_at]).as_slice())?;
     Ok(())
 }
 
@@ -94,12 +95,11 @@ pub(super) fn append(
     } else {
         HashMap::new()
     };
-    let plan = plan_appends(encoded, &mut r, &seen)?;
+    let plan = plan_appends(encoded, &mut r, &seen, now_ms())?;
     // A batch of retries writes nothing.
     if r.last_seq == before {
         return Ok(plan.out);
     }
-    let now = now_ms();
     for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
         let mut insert = tx.prepare_cached(&insert_messages_sql(chunk.len()))?;
         let mut n = 0;
@@ -107,7 +107,7 @@ pub(super) fn append(
             n += 1;
             insert.raw_bind_parameter(n, v)
         };
-        for (i, seq, run) in chunk {
+        for (i, seq, at, run) in chunk {
             let e = &encoded[*i];
             let f = &e.figures;
             bind(&id)?;
@@ -117,7 +117,7 @@ pub(super) fn append(
             bind(&e.content.as_str())?;
             bind(&e.metadata.as_deref())?;
             bind(&e.status)?;
-            bind(&now)?;
+            bind(at)?;
             bind(&f.tokens_o200k)?;
             bind(&f.tokens_cl100k)?;
             bind(&f.chars)?;

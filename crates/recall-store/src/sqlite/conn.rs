@@ -155,9 +155,9 @@ impl Connections {
 }
 
 /// The names of `$1`…`$N`, for binding the shared statements' parameters by name.
-const NAMES: [&str; 18] = [
+const NAMES: [&str; 19] = [
     "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13", "$14", "$15",
-    "$16", "$17", "$18",
+    "$16", "$17", "$18", "$19",
 ];
 
 /// `values` as the parameters `$1`… of a shared statement (see `crate::statements`), bound by

@@ -75,26 +75,32 @@ fn count(conn: &Connection, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Resul
         .query_row(named(values).as_slice(), |r| r.get(0))?)
 }
 
-/// The running totals of a history up to `at` (those of its newest message at or before it).
-fn totals_at(conn: &Connection, segs: &[Segment], at: i64) -> Result<Totals, StoreError> {
+/// The running totals of a history up to `at` and the time of its newest message (those of
+/// its newest message at or before it).
+fn totals_at(
+    conn: &Connection,
+    segs: &[Segment],
+    at: i64,
+) -> Result<(Totals, Option<i64>), StoreError> {
     for seg in truncate(segs, at) {
         let found = conn
             .prepare_cached(LAST_CUM)?
             .query_row(named(&[&seg.id, &seg.upto]).as_slice(), |r| {
-                Ok(Totals {
+                let t = Totals {
                     o200k: r.get(0)?,
                     cl100k: r.get(1)?,
                     chars: r.get(2)?,
                     chars4: r.get(3)?,
                     cuts: r.get(4)?,
-                })
+                };
+                Ok((t, r.get(5)?))
             })
             .optional()?;
-        if let Some(t) = found {
-            return Ok(t);
+        if let Some((t, last_at)) = found {
+            return Ok((t, Some(last_at)));
         }
     }
-    Ok(Totals::default())
+    Ok((Totals::default(), None))
 }
 
 /// Forks conversation `id` at `at` (see `Store::fork_conversation`).
@@ -124,10 +130,12 @@ pub(super) fn fork(
             .optional()?;
         check_fork_point(id, at, status.as_deref())?;
     }
+    let (totals, last_at) = totals_at(tx, &segs, at)?;
     let run = fork_running(
         at,
         count_at(from.last_seq, from.message_count, at),
-        totals_at(tx, &segs, at)?,
+        totals,
+        last_at,
     );
     let title = new.title.clone().or_else(|| from.title.clone());
     check_text("title", title.as_deref().unwrap_or(""))?;
@@ -167,6 +175,7 @@ pub(super) fn fork(
             &cuts,
             &chain,
             &prefix_system,
+            &run.last_at,
         ])
         .as_slice(),
     )?;
