@@ -33,6 +33,11 @@ pub enum EngineError {
         client_id: String,
         seq: i64,
     },
+    /// Message `index` of the request carries a `created_at` the conversation cannot take
+    /// (earlier than the message before it, or too far in the future); nothing of the request
+    /// was stored.
+    #[error(transparent)]
+    Time(recall_core::time::TimeRefusal),
     /// A chat turn whose client id is already stored (as `seq`): the turn was sent before, and
     /// is not sent again.
     #[error("message id {client_id:?} was already sent in this conversation (seq {seq})")]
@@ -63,7 +68,8 @@ pub enum EngineError {
     /// committed by that call.
     #[error("summary refused: {0}")]
     SummaryRefused(#[from] recall_core::summary::SummaryRefusal),
-    /// The store failed (a [`StoreError::Conflict`] becomes [`EngineError::Conflict`]).
+    /// The store failed (a [`StoreError::Conflict`] becomes [`EngineError::Conflict`], a
+    /// [`StoreError::Time`] [`EngineError::Time`]).
     #[error(transparent)]
     Store(StoreError),
 }
@@ -80,6 +86,7 @@ impl From<StoreError> for EngineError {
                 client_id,
                 seq,
             },
+            StoreError::Time(t) => EngineError::Time(t),
             e => EngineError::Store(e),
         }
     }
@@ -97,6 +104,7 @@ impl EngineError {
                 | EngineError::Context(_)
                 | EngineError::Policy(_)
                 | EngineError::Conflict { .. }
+                | EngineError::Time(_)
                 | EngineError::AlreadySent { .. }
                 | EngineError::Store(StoreError::HasForks { .. })
                 | EngineError::Store(StoreError::PartialForkPoint { .. })
@@ -131,8 +139,9 @@ impl EngineError {
     }
 }
 
-/// A store error of a batch, with a conflict's batch position turned into the request's by
-/// `position` (inputs merge entries, an import adds its system message first).
+/// A store error of a batch, with a conflict's or a refused time's batch position turned into
+/// the request's by `position` (inputs merge entries, an import adds its system message
+/// first).
 pub(crate) fn at_request(e: StoreError, position: impl Fn(usize) -> usize) -> EngineError {
     match EngineError::from(e) {
         EngineError::Conflict {
@@ -144,6 +153,10 @@ pub(crate) fn at_request(e: StoreError, position: impl Fn(usize) -> usize) -> En
             client_id,
             seq,
         },
+        EngineError::Time(t) => {
+            let index = position(t.index());
+            EngineError::Time(t.at(index))
+        }
         other => other,
     }
 }

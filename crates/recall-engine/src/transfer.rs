@@ -117,13 +117,11 @@ impl Engine {
         if !created {
             if let Some(system) = &conv.system {
                 first_entry = 1;
-                batch.insert(
-                    0,
-                    NewMessage::complete(recall_core::Message::text(
-                        recall_core::Role::System,
-                        system.clone(),
-                    )),
-                );
+                // At the time of the input's first message, so that a dated history imported
+                // into a conversation does not start with a message newer than itself.
+                let mut m = recall_core::Message::text(recall_core::Role::System, system.clone());
+                m.created_at = batch.first().and_then(|n| n.message.created_at);
+                batch.insert(0, NewMessage::complete(m));
             }
         }
         let appended = match self.store.append(tenant, &id, batch).await {
@@ -154,8 +152,11 @@ impl Engine {
     /// Writes a conversation as JSON Lines that [`Engine::import`] reads back to the same
     /// conversation: its system prompt first, as a system message marked
     /// `"metadata":{"system_prompt":true}` (so an import makes it the system prompt again, not
-    /// a stored message, and any other reader still sees an ordinary system message), then
-    /// every message with its client id and metadata. Returns the number of lines written.
+    /// a stored message, and any other reader still sees an ordinary system message; it has
+    /// no time: it is the conversation's setting, not a message), then every message with its
+    /// client id, metadata and `created_at` (RFC 3339, UTC, with milliseconds when it has
+    /// some: an import keeps it, so export → import → export gives the same bytes). Returns
+    /// the number of lines written.
     pub async fn export(
         &self,
         tenant: &str,
@@ -180,7 +181,14 @@ impl Engine {
             let Some(last) = page.last() else { break };
             after = last.seq;
             for m in &page {
-                writeln!(out, "{}", m.message.to_json()).map_err(io)?;
+                let mut line = m.message.to_json();
+                if let Value::Object(o) = &mut line {
+                    o.insert(
+                        "created_at".into(),
+                        Value::String(recall_core::time::format_rfc3339(m.created_at)),
+                    );
+                }
+                writeln!(out, "{line}").map_err(io)?;
                 lines += 1;
             }
             if page.len() < PAGE as usize {
