@@ -93,7 +93,9 @@ pub enum Command {
         after_help = "Examples:\n  \
         recall append 0193… --role user --content 'We use FastAPI.'\n  \
         recall append 0193… --json '{\"role\":\"assistant\",\"content\":\"Noted.\"}'\n  \
-        recall append 0193… --role user --content 'retry-safe' --id client-42"
+        recall append 0193… --role user --content 'retry-safe' --id client-42\n  \
+        recall append 0193… --role user --content 'From the old chat.' \
+        --created-at 2023-05-08T13:56:00Z"
     )]
     Append(AppendArgs),
     /// Print the context a stored conversation would send next (same output as `render`).
@@ -492,6 +494,11 @@ pub struct AppendArgs {
     /// Client id: appending again with the same id stores nothing and returns the first seq.
     #[arg(long = "id", value_name = "CLIENT_ID")]
     pub client_id: Option<String>,
+    /// When the message was written, RFC 3339 (2023-05-08T13:56:00Z, any offset), kept as
+    /// given [default: now]. Not earlier than the conversation's newest message, nor more than
+    /// 5 minutes ahead of the clock.
+    #[arg(long, value_name = "RFC3339")]
+    pub created_at: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -225,6 +225,9 @@ impl RecallMcp {
         if let Some(meta) = a.metadata {
             m.insert("metadata".into(), Value::Object(meta));
         }
+        if let Some(at) = a.created_at {
+            m.insert("created_at".into(), Value::String(at));
+        }
         let r = self
             .engine
             .append_message(&self.tenant, &a.conversation_id, Value::Object(m))

@@ -264,6 +264,10 @@ pub struct AppendMessageArgs {
     pub id: Option<String>,
     /// Free-form metadata stored with the message.
     pub metadata: Option<Map<String, Value>>,
+    /// When the message was written, RFC 3339 (`2023-05-08T13:56:00Z`, any offset), kept as
+    /// given; absent: now. It may not be earlier than the conversation's newest message, nor
+    /// more than 5 minutes ahead of the server's clock.
+    pub created_at: Option<String>,
 }
 
 /// Message content: text, or content blocks.

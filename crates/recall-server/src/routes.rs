@@ -172,11 +172,15 @@ pub async fn clear_conversation(
 /// Append one message, or several in `{"messages": [...]}` (one transaction: all or none).
 /// A message with a client `id` seen before is not stored again: its first `seq` comes back
 /// with `duplicate: true`; the same id with a different message (role, content or metadata) is
-/// a 409 naming the message, the id and its seq, and nothing of the request is stored.
+/// a 409 naming the message, the id and its seq, and nothing of the request is stored. A
+/// message may carry `created_at` (RFC 3339), kept as given; without one it gets the server's
+/// clock. Times do not go backwards within a conversation: a `created_at` earlier than the
+/// message before it, or more than 5 minutes in the future, is a 422 naming the message and
+/// both times, and nothing of the request is stored.
 #[utoipa::path(post, path = "/v1/conversations/{id}/messages", tag = "messages",
     params(("id" = String, Path, description = "The conversation id")),
     request_body(content = AppendBody, description = "A message (Anthropic- or OpenAI-shaped, \
-        optional client `id` and `metadata`), or `{\"messages\": [...]}`"),
+        optional client `id`, `metadata` and `created_at`), or `{\"messages\": [...]}`"),
     responses((status = 201, body = AppendResponse), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), V1Errors),
     security(("bearer" = [])))]

@@ -267,6 +267,21 @@ impl utoipa::PartialSchema for AppendBody {
                 "metadata",
                 ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Object, Type::Null])),
             )
+            .property(
+                "created_at",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                    .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(
+                        utoipa::openapi::schema::KnownFormat::DateTime,
+                    )))
+                    .description(Some(
+                        "When the message was written, RFC 3339 (any offset; kept to the \
+                         millisecond); absent or null: the server's clock. Not earlier than \
+                         the message before it in the conversation, nor more than 5 minutes \
+                         ahead of the server's clock (a 422 naming the message, and nothing \
+                         of the request is stored)",
+                    )),
+            )
             .required("role")
             .required("content")
             .description(Some(

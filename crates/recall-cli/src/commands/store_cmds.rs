@@ -247,9 +247,12 @@ pub async fn append(a: AppendArgs) -> anyhow::Result<ExitCode> {
             ))
         }
     };
-    if let Some(cid) = &a.client_id {
-        if let Value::Object(o) = &mut value {
+    if let Value::Object(o) = &mut value {
+        if let Some(cid) = &a.client_id {
             o.insert("id".into(), Value::String(cid.clone()));
+        }
+        if let Some(at) = &a.created_at {
+            o.insert("created_at".into(), Value::String(at.clone()));
         }
     }
     let engine = open(&a.store).await?;
