@@ -22,8 +22,7 @@ use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
 use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
 use crate::recall::{
-    choose, lexical_hits, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery,
-    RecallSection,
+    choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery, RecallSection,
 };
 use crate::render::{join_summary, render, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
@@ -437,10 +436,11 @@ impl Prepared {
                 conversation_id: None,
                 seq: h.index as i64,
                 message: h.message.clone(),
-                at: None,
+                // The input's time, when it gave one (`created_at`).
+                at: h.message.created_at,
             })
             .collect();
-        let hits = lexical_hits(LexicalIndex::over(&candidates).rank(&q.terms, q.limit));
+        let hits = LexicalIndex::over(&candidates).rank(&q.terms, q.limit);
         Some(choose(
             q,
             &hits,

@@ -1,12 +1,11 @@
 //! Recall for a context built from the store: the store ranks the messages older than the
-//! window (`Store::recall_lexical`; with an embedder, `Store::recall_semantic` too), each
-//! list is cut by core (`recall_core::recall::{lexical_hits, semantic_hits}`) and the two
-//! fused by reciprocal rank; the store reads the messages recall-core's choice looks at
+//! window (`Store::recall_lexical`; with an embedder, `Store::recall_semantic` too), the two
+//! lists are fused by reciprocal rank; the store reads the messages recall-core's choice looks at
 //! (`Store::recall_choose`, core's `choose_from` within the budget) and the section is placed
 //! by core (`recall_core::recall`).
 
 use recall_core::context::Prepared;
-use recall_core::recall::{lexical_hits, reciprocal_rank_fusion, semantic_hits, RecallSection};
+use recall_core::recall::{reciprocal_rank_fusion, Ranking, RecallSection};
 
 use crate::{Engine, EngineError};
 
@@ -23,8 +22,10 @@ impl Engine {
         };
         let lexical = self.store.recall_lexical(tenant, id, query).await?;
         let mut complete = lexical.complete;
-        let mut hits = lexical_hits(lexical.hits);
+        let mut ranking = Ranking::Lexical;
+        let mut hits = lexical.hits;
         if let Some(embedder) = self.embedder() {
+            self.catch_up_before_context(tenant, id).await?;
             // Semantic similarity of the query's text, fused with the lexical ranking.
             let text = if query.text.trim().is_empty() {
                 None
@@ -41,11 +42,12 @@ impl Engine {
                     .recall_semantic(tenant, id, query, embedder.model(), q.vector())
                     .await?;
                 complete &= semantic.complete;
-                hits = reciprocal_rank_fusion(&[hits, semantic_hits(semantic.hits)]);
+                hits = reciprocal_rank_fusion(&[hits, semantic.hits]);
+                ranking = Ranking::Hybrid;
             }
         }
         hits.truncate(query.limit);
-        let section = self
+        let mut section = self
             .store
             .recall_choose(
                 tenant,
@@ -57,6 +59,7 @@ impl Engine {
                 complete,
             )
             .await?;
+        section.stats.ranking = ranking;
         Ok(Some(section))
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct Vectors {
     running: Arc<AtomicBool>,
     /// When the last append marked a conversation behind (the catch-up yields to appends).
     appends: Arc<AppendClock>,
+    /// With recall by meaning, a context first embeds its conversation's backlog for at most
+    /// this long ([`Engine::with_context_catch_up`]).
+    pub(crate) before_context: Option<Duration>,
 }
 
 impl Engine {
@@ -59,7 +62,20 @@ impl Engine {
             behind: Arc::default(),
             running: Arc::default(),
             appends: Arc::default(),
+            before_context: None,
         });
+        self
+    }
+
+    /// This engine, with an embedder, embedding a conversation's backlog for at most `budget`
+    /// before each context that recalls by meaning, in batches of [`EMBED_BATCH`]: what a
+    /// one-shot process (`recall context`) does, having no background catch-up that lives
+    /// long enough. What is still behind then stays lexical and the context says so
+    /// (`stats.recalled.complete: false`); the next context goes on from there.
+    pub fn with_context_catch_up(mut self, budget: Duration) -> Engine {
+        if let Some(v) = &mut self.vectors {
+            v.before_context = Some(budget);
+        }
         self
     }
 
@@ -77,7 +93,23 @@ impl Engine {
         id: Option<&str>,
         max: usize,
     ) -> Result<usize, EngineError> {
-        self.catch_up(tenant, id, max, false).await
+        self.catch_up(tenant, id, max, false, None).await
+    }
+
+    /// The catch-up a context runs first ([`Engine::with_context_catch_up`]): conversation
+    /// `id`'s backlog, until it is done or the budget is spent (a batch started is finished).
+    pub(crate) async fn catch_up_before_context(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<(), EngineError> {
+        let Some(budget) = self.vectors.as_ref().and_then(|v| v.before_context) else {
+            return Ok(());
+        };
+        let deadline = tokio::time::Instant::now() + budget;
+        self.catch_up(tenant, Some(id), usize::MAX, false, Some(deadline))
+            .await
+            .map(|_| ())
     }
 
     /// [`Engine::catch_up_vectors`]; in the background (`yielding`), in smaller batches, each
@@ -88,6 +120,7 @@ impl Engine {
         id: Option<&str>,
         max: usize,
         yielding: bool,
+        deadline: Option<tokio::time::Instant>,
     ) -> Result<usize, EngineError> {
         let Some(v) = &self.vectors else {
             return Ok(0);
@@ -100,6 +133,9 @@ impl Engine {
         };
         let mut done = 0;
         while done < max {
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                break;
+            }
             if yielding {
                 v.appends.wait_for_quiet(v.appends.yield_limit()).await;
             }
@@ -175,7 +211,9 @@ impl Engine {
                     Some((tenant, id)) => {
                         // A failure leaves the backlog for the next append or context to
                         // retry; nothing is lost by giving up here.
-                        let _ = engine.catch_up(&tenant, Some(&id), usize::MAX, true).await;
+                        let _ = engine
+                            .catch_up(&tenant, Some(&id), usize::MAX, true, None)
+                            .await;
                     }
                     None => {
                         v.running.store(false, Ordering::Release);

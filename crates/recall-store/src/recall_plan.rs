@@ -20,8 +20,8 @@ use std::collections::HashMap;
 
 use recall_core::message::{Message, Role};
 use recall_core::recall::{
-    doc_terms, excerpt_tokens, posting_order, searchable_text, term_weight, Posting,
-    POSTINGS_PER_TERM,
+    document, excerpt_tokens, posting_order, searchable_text, term_weight, Document, Posting,
+    NEIGHBOUR_WEIGHTS, POSTINGS_PER_TERM,
 };
 use recall_core::tokens::Tokenizer;
 
@@ -67,13 +67,51 @@ pub(crate) struct IndexRows {
     pub postings: Vec<(String, i64, f64, i64)>,
 }
 
+/// The documents of `messages` (one conversation's, oldest first; system messages left
+/// out): each message's searchable text with those of the non-system messages before it
+/// (`earlier`: the searchable texts of the ones before the batch, nearest first, as
+/// [`EARLIER_SOURCE`] reads them) and its time (`recall_core::recall::document`).
+fn documents(
+    messages: &[IndexSource],
+    earlier: &[String],
+) -> Result<Vec<(i64, Message, i64, Document)>, StoreError> {
+    let mut before: Vec<String> = earlier.to_vec();
+    let mut out = Vec::with_capacity(messages.len());
+    for (seq, role, content, at) in messages {
+        if role == Role::System.as_str() {
+            continue;
+        }
+        let m: Message = crate::codec::decode_message(*seq, role, content, None, None)?;
+        let text = searchable_text(&m);
+        let refs: Vec<&str> = before.iter().map(String::as_str).collect();
+        let doc = document(&text, &refs, Some(*at));
+        before.insert(0, text);
+        before.truncate(NEIGHBOUR_WEIGHTS.len());
+        out.push((*seq, m, *at, doc));
+    }
+    Ok(out)
+}
+
+/// The searchable texts of `rows` (as [`EARLIER_SOURCE`] reads them: newest first), for
+/// [`index_rows`]'s `earlier`.
+pub(crate) fn earlier_texts(rows: &[IndexSource]) -> Result<Vec<String>, StoreError> {
+    rows.iter()
+        .map(|(seq, role, content, _)| {
+            crate::codec::decode_message(*seq, role, content, None, None)
+                .map(|m| searchable_text(&m))
+        })
+        .collect()
+}
+
 /// Plans the rows for `messages` (one conversation's, oldest first, all above its
-/// `recall_seq`). `last_n` is the `n` of its newest indexed message (0 for none); `df_of`
-/// reads a term's `df` at its newest posting (0 for none). System messages are not indexed.
-/// With `tokens`, each message's excerpt is counted under both vocabularies
-/// (`excerpt_tokens`, escaped).
+/// `recall_seq`), `earlier` the searchable texts of the non-system messages of its history
+/// just before them, nearest first ([`earlier_texts`]). `last_n` is the `n` of its newest
+/// indexed message (0 for none); `df_of` reads a term's `df` at its newest posting (0 for
+/// none). System messages are not indexed. With `tokens`, each message's excerpt is counted
+/// under both vocabularies (`excerpt_tokens`, escaped).
 pub(crate) fn index_rows(
     messages: &[IndexSource],
+    earlier: &[String],
     last_n: i64,
     tokens: bool,
     mut df_of: impl FnMut(&str) -> Result<i64, StoreError>,
@@ -81,20 +119,15 @@ pub(crate) fn index_rows(
     let mut rows = IndexRows::default();
     let mut n = last_n;
     let mut dfs: HashMap<String, i64> = HashMap::new();
-    for (seq, role, content, at) in messages {
-        if role == Role::System.as_str() {
-            continue;
-        }
-        let m: Message = crate::codec::decode_message(*seq, role, content, None, None)?;
+    for (seq, m, at, doc) in documents(messages, earlier)? {
         let counted = tokens.then(|| {
             let count = |t: Tokenizer| {
-                i64::try_from(excerpt_tokens(*seq, Some(*at), &m, true, &t)).unwrap_or(i64::MAX)
+                i64::try_from(excerpt_tokens(seq, Some(at), &m, true, &t)).unwrap_or(i64::MAX)
             };
             (count(Tokenizer::O200k), count(Tokenizer::Cl100k))
         });
-        let (terms, len) = doc_terms(&searchable_text(&m));
         n += 1;
-        for (term, tf) in &terms {
+        for (term, tf) in &doc.terms {
             let df = match dfs.get_mut(term.as_str()) {
                 Some(df) => df,
                 None => {
@@ -104,34 +137,28 @@ pub(crate) fn index_rows(
             };
             *df += 1;
             rows.postings
-                .push((term.clone(), *seq, term_weight(*tf, len), *df));
+                .push((term.clone(), seq, term_weight(*tf, doc.len), *df));
         }
         rows.docs.push((
-            *seq,
+            seq,
             n,
-            terms.into_iter().map(|(t, _)| t).collect(),
+            doc.terms.into_iter().map(|(t, _)| t).collect(),
             counted,
         ));
     }
     Ok(rows)
 }
 
-/// The distinct terms of `messages` (system messages left out), sorted: what a catch-up
-/// looks up the stored `df` of, all at once.
-pub(crate) fn batch_terms(messages: &[IndexSource]) -> Result<Vec<String>, StoreError> {
-    let mut all: Vec<String> = Vec::new();
-    for (seq, role, content, _) in messages {
-        if role == Role::System.as_str() {
-            continue;
-        }
-        let m: Message = crate::codec::decode_message(*seq, role, content, None, None)?;
-        all.extend(
-            doc_terms(&searchable_text(&m))
-                .0
-                .into_iter()
-                .map(|(t, _)| t),
-        );
-    }
+/// The distinct terms of the documents of `messages` (as [`index_rows`] makes them), sorted:
+/// what a catch-up looks up the stored `df` of, all at once.
+pub(crate) fn batch_terms(
+    messages: &[IndexSource],
+    earlier: &[String],
+) -> Result<Vec<String>, StoreError> {
+    let mut all: Vec<String> = documents(messages, earlier)?
+        .into_iter()
+        .flat_map(|(_, _, _, d)| d.terms.into_iter().map(|(t, _)| t))
+        .collect();
     all.sort_unstable();
     all.dedup();
     Ok(all)
@@ -160,6 +187,26 @@ pub(crate) const SET_RECALL_PROGRESS: &str =
 pub(crate) const INDEX_SOURCE: &str = "SELECT seq, role, content, created_at FROM messages \
      WHERE conversation_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4";
 
+/// The messages a batch's first documents take as their earlier neighbours: conversation
+/// `$1`'s non-system messages at or below seq `$2`, newest first, `$3` at most. A fork whose
+/// own rows hold fewer goes on in its parent at or below its `fork_seq` ([`PARENT_OF`]).
+pub(crate) const EARLIER_SOURCE: &str = "SELECT seq, role, content, created_at FROM messages \
+     WHERE conversation_id = $1 AND seq <= $2 AND role <> 'system' ORDER BY seq DESC LIMIT $3";
+
+/// Conversation `$1`'s parent and fork point (both NULL for a conversation that is no fork).
+pub(crate) const PARENT_OF: &str = "SELECT parent_id, fork_seq FROM conversations WHERE id = $1";
+
+/// Drop conversation `$1`'s whole lexical index, to be indexed again by its next catch-up:
+/// what a redaction does to every fork reading the redacted message, whose first documents
+/// may hold its words (a document holds the two messages before it, and a fork's first ones
+/// are its parent's). The message's own conversation drops its index from the message on by
+/// trigger (migration 0007).
+pub(crate) const DROP_RECALL_INDEX: [&str; 3] = [
+    "DELETE FROM recall_postings WHERE conversation_id = $1",
+    "DELETE FROM recall_docs WHERE conversation_id = $1",
+    "DELETE FROM recall_progress WHERE conversation_id = $1",
+];
+
 /// The `n` of conversation `$1`'s newest indexed message at or below seq `$2`.
 pub(crate) const DOCS_AT: &str = "SELECT n FROM recall_docs WHERE conversation_id = $1 \
      AND seq <= $2 ORDER BY seq DESC LIMIT 1";
@@ -183,20 +230,40 @@ mod tests {
             text(5, "system", "cats rule"),
             text(6, "assistant", "Cats, cats!"),
         ];
-        let rows = index_rows(&msgs, 10, false, |t| Ok(if t == "cats" { 3 } else { 0 })).unwrap();
+        let rows = index_rows(&msgs, &[], 10, false, |t| {
+            Ok(if t == "cat" { 3 } else { 0 })
+        })
+        .unwrap();
+        // Terms are stems, with the month and year of the time (0: January 1970); seq 6 holds
+        // seq 4's words as its earlier neighbour's (the system message is skipped).
+        let terms = |ts: &[&str]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
         assert_eq!(
             rows.docs,
             [
-                (4, 11, vec!["cats".to_string(), "dogs".to_string()], None),
-                (6, 12, vec!["cats".to_string()], None)
+                (4, 11, terms(&["1970", "cat", "dog", "januari"]), None),
+                (6, 12, terms(&["1970", "cat", "dog", "januari"]), None)
             ]
         );
         let dfs: Vec<(&str, i64, i64)> = rows
             .postings
             .iter()
+            .filter(|(t, ..)| t == "cat" || t == "dog")
             .map(|(t, s, _, df)| (t.as_str(), *s, *df))
             .collect();
-        assert_eq!(dfs, [("cats", 4, 4), ("dogs", 4, 1), ("cats", 6, 5)]);
+        assert_eq!(
+            dfs,
+            [("cat", 4, 4), ("dog", 4, 1), ("cat", 6, 5), ("dog", 6, 2)]
+        );
+        // Earlier texts carry across batches: the first document of the next batch holds them.
+        let next = index_rows(
+            &[text(7, "user", "hello")],
+            &["cats".into()],
+            12,
+            false,
+            |_| Ok(0),
+        )
+        .unwrap();
+        assert!(next.docs[0].2.contains(&"cat".to_string()));
     }
 
     #[test]

@@ -297,13 +297,17 @@ async fn same_ranking_as_memory(s: &dyn Store, id: &str, rng: &mut common::Rng, 
         let words = rng.range(1, 10);
         let text = common::text(rng, words);
         let q = query(&text, before, RecallScope::Conversation);
-        let texts: Vec<(i64, String)> = all
+        let texts: Vec<(i64, String, i64)> = all
             .iter()
             .filter(|m| m.seq < before && m.message.role != Role::System)
-            .map(|m| (m.seq, searchable_text(&m.message)))
+            .map(|m| (m.seq, searchable_text(&m.message), m.created_at))
             .collect();
-        let want = LexicalIndex::new(texts.iter().map(|(seq, t)| (*seq, t.as_str())))
-            .rank(&q.terms, q.limit);
+        let want = LexicalIndex::new(
+            texts
+                .iter()
+                .map(|(seq, t, at)| (*seq, t.as_str(), Some(*at))),
+        )
+        .rank(&q.terms, q.limit);
         let got = s.recall_lexical(T, id, &q).await.expect("recall").hits;
         let ctx = format!(
             "{what}, round {round}: before {before}, terms {:?}",

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use super::{Ranked, RecallKey};
 
 /// The usual constant of reciprocal rank fusion (Cormack et al., 2009).
-pub const RRF_K: f64 = 60.0;
+pub const RRF_K: f64 = 20.0;
 
 /// Fuses ranked lists (each best first) into one, best first; ties keep the older message
 /// first. An entry listed twice in one list counts at its best rank there.

@@ -6,9 +6,16 @@
 //! weights that are fixed when a message is indexed, so that a store ranks from the best
 //! postings of each term instead of scoring every message that holds a common word:
 //!
+//! - a message's **document** ([`document`]) is more than its own words: its terms are the
+//!   stems ([`stem`]) of its content words, those of the two messages before it at lower
+//!   weights ([`NEIGHBOUR_WEIGHTS`]: a reply such as "Yes, every weekend!" is found by the
+//!   question it answers), and the month and year it was written ([`DATE_WEIGHT`]: "what did
+//!   she do in June?"). It depends only on what came before the message, so it never changes
+//!   once written, and a fork, which shares its parent's earlier messages, has the same
+//!   documents as a copy of its history;
 //! - a message's **weight** for a term is BM25's saturated term frequency against a fixed
 //!   reference length ([`term_weight`]): `tf·(k1+1) / (tf + k1·(1 − b + b·len/REF_LEN))`,
-//!   `len` the message's length in words. It never changes once written;
+//!   `tf` and `len` counted with the document's weights;
 //! - a term's **idf** comes from the messages that may be recalled — those older than the
 //!   window, `N` of them, `df` holding the term: `ln(1 + (N − df + 0.5)/(df + 0.5))`
 //!   ([`idf`]);
@@ -26,7 +33,8 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use super::terms::{is_stop_word, words, MAX_TERM_BYTES};
+use super::section::date_of_millis;
+use super::terms::{is_stop_word, stem, stems, words, MAX_TERM_BYTES};
 use super::{Ranked, RecallCandidate};
 use crate::message::Message;
 
@@ -34,9 +42,16 @@ use crate::message::Message;
 pub const K1: f64 = 1.2;
 /// BM25's length normalisation (Lucene's and FTS5's default).
 pub const B: f64 = 0.75;
-/// The message length, in words, that length normalisation is relative to (a fixed stand-in
-/// for BM25's average length, so that weights can be stored): about a chat message.
-pub const REF_LEN: f64 = 32.0;
+/// The document length, in weighted words, that length normalisation is relative to (a fixed
+/// stand-in for BM25's average length, so that weights can be stored): a chat message of
+/// about 32 words with its two [`NEIGHBOUR_WEIGHTS`]-weighted predecessors.
+pub const REF_LEN: f64 = 56.0;
+/// The weights of the words of the message right before a message, and of the one before
+/// that, in its document ([`document`]); its own words weigh 1.
+pub const NEIGHBOUR_WEIGHTS: [f64; 2] = [0.5, 0.25];
+/// The weight of each of a message's date terms (its month's name and its year) in its
+/// document.
+pub const DATE_WEIGHT: f64 = 0.5;
 /// Postings read per query term: the best ones.
 pub const POSTINGS_PER_TERM: usize = 64;
 /// Query terms a ranking uses at most: the rarest.
@@ -48,41 +63,93 @@ pub fn searchable_text(m: &Message) -> String {
     m.joined_text()
 }
 
-/// The index terms of a message's searchable text: its content words (stop words and words
-/// over [`MAX_TERM_BYTES`] left out) with how often each occurs, sorted by term; and its
-/// length in words (every word counts).
-///
-/// ```
-/// let (terms, len) = recall_core::recall::doc_terms("The cat saw the other cat.");
-/// assert_eq!(terms, [("cat".to_string(), 2), ("saw".to_string(), 1)]);
-/// assert_eq!(len, 6);
-/// ```
-pub fn doc_terms(text: &str) -> (Vec<(String, u32)>, u32) {
-    let mut tf: HashMap<String, u32> = HashMap::new();
-    let mut len = 0u32;
-    for w in words(text) {
-        len = len.saturating_add(1);
-        if w.len() <= MAX_TERM_BYTES && !is_stop_word(&w) {
-            *tf.entry(w).or_default() += 1;
-        }
-    }
-    let mut terms: Vec<(String, u32)> = tf.into_iter().collect();
-    terms.sort_unstable();
-    (terms, len)
+/// The month names a message's date term is made of.
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// A message's document for the lexical ranking: its terms with their weighted frequencies,
+/// sorted by term, and its weighted length.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub terms: Vec<(String, f64)>,
+    pub len: f64,
 }
 
-/// A message's weight for a term it holds `tf` times, `len` its length in words.
+/// The document of a message whose searchable text ([`searchable_text`]) is `own`: the stems
+/// of its content words (stop words and words over [`MAX_TERM_BYTES`] left out), those of
+/// `earlier` (the searchable texts of the messages before it, nearest first; only the first
+/// [`NEIGHBOUR_WEIGHTS`]`.len()` are used) at [`NEIGHBOUR_WEIGHTS`], and with `at` (when it
+/// was written, milliseconds since the Unix epoch) the stems of its month's name and its year
+/// at [`DATE_WEIGHT`]. Its length counts every word (stop words too) at the weight of the
+/// text it is in, and the date terms.
 ///
 /// ```
-/// use recall_core::recall::term_weight;
-/// // More occurrences weigh more, a longer message less.
-/// assert!(term_weight(2, 32) > term_weight(1, 32));
-/// assert!(term_weight(1, 64) < term_weight(1, 32));
-/// assert_eq!(term_weight(1, 32), 1.0);
+/// use recall_core::recall::document;
+/// let d = document("The cats saw the other cat.", &[], None);
+/// assert_eq!(d.terms, [("cat".to_string(), 2.0), ("saw".to_string(), 1.0)]);
+/// assert_eq!(d.len, 6.0);
+/// // The message before weighs half; 2023-06-09 adds "june" and "2023".
+/// let d = document("Yes, every weekend!", &["Do you still paint?"], Some(1_686_300_000_000));
+/// assert!(d.terms.contains(&("paint".to_string(), 0.5)));
+/// assert!(d.terms.contains(&("june".to_string(), 0.5)));
+/// assert!(d.terms.contains(&("2023".to_string(), 0.5)));
 /// ```
-pub fn term_weight(tf: u32, len: u32) -> f64 {
-    let tf = f64::from(tf);
-    tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * f64::from(len) / REF_LEN))
+pub fn document(own: &str, earlier: &[&str], at: Option<i64>) -> Document {
+    let mut tf: HashMap<String, f64> = HashMap::new();
+    let mut len = 0.0;
+    let texts = std::iter::once((own, 1.0))
+        .chain(earlier.iter().zip(NEIGHBOUR_WEIGHTS).map(|(t, w)| (*t, w)));
+    for (text, weight) in texts {
+        for w in words(text) {
+            len += weight;
+            if w.len() <= MAX_TERM_BYTES && !is_stop_word(&w) {
+                *tf.entry(stem(&w)).or_default() += weight;
+            }
+        }
+    }
+    if let Some(ms) = at {
+        let date = date_of_millis(ms);
+        let month = date
+            .get(5..7)
+            .and_then(|m| m.parse::<usize>().ok())
+            .and_then(|m| MONTHS.get(m.wrapping_sub(1)));
+        let year = date.get(0..4);
+        for term in [month.map(|m| stem(m)), year.map(str::to_string)]
+            .into_iter()
+            .flatten()
+        {
+            len += DATE_WEIGHT;
+            *tf.entry(term).or_default() += DATE_WEIGHT;
+        }
+    }
+    let mut terms: Vec<(String, f64)> = tf.into_iter().collect();
+    terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Document { terms, len }
+}
+
+/// A document's weight for a term it holds `tf` times (weighted), `len` its weighted length.
+///
+/// ```
+/// use recall_core::recall::{term_weight, REF_LEN};
+/// // More occurrences weigh more, a longer document less.
+/// assert!(term_weight(2.0, REF_LEN) > term_weight(1.0, REF_LEN));
+/// assert!(term_weight(1.0, 2.0 * REF_LEN) < term_weight(1.0, REF_LEN));
+/// assert_eq!(term_weight(1.0, REF_LEN), 1.0);
+/// ```
+pub fn term_weight(tf: f64, len: f64) -> f64 {
+    tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / REF_LEN))
 }
 
 /// The idf of a term `df` of `n` candidate messages hold (Lucene's form, never negative, so
@@ -157,18 +224,23 @@ pub struct LexicalIndex {
 }
 
 impl LexicalIndex {
-    /// An index over `(seq, text)` documents.
-    pub fn new<'a>(docs: impl IntoIterator<Item = (i64, &'a str)>) -> LexicalIndex {
+    /// An index over `(seq, searchable text, time)` documents in history order (oldest
+    /// first): each document takes the texts before it as its earlier neighbours
+    /// ([`document`]).
+    pub fn new<'a>(docs: impl IntoIterator<Item = (i64, &'a str, Option<i64>)>) -> LexicalIndex {
         let mut index = LexicalIndex::default();
-        for (seq, text) in docs {
+        let mut earlier: Vec<&str> = Vec::with_capacity(NEIGHBOUR_WEIGHTS.len() + 1);
+        for (seq, text, at) in docs {
             index.docs += 1;
-            let (terms, len) = doc_terms(text);
-            for (term, tf) in terms {
+            let doc = document(text, &earlier, at);
+            for (term, tf) in doc.terms {
                 index.lists.entry(term).or_default().push(Posting {
                     seq,
-                    weight: term_weight(tf, len),
+                    weight: term_weight(tf, doc.len),
                 });
             }
+            earlier.insert(0, text);
+            earlier.truncate(NEIGHBOUR_WEIGHTS.len());
         }
         for list in index.lists.values_mut() {
             list.sort_by(posting_order);
@@ -176,17 +248,16 @@ impl LexicalIndex {
         index
     }
 
-    /// An index over the searchable text ([`searchable_text`]) of `candidates`.
+    /// An index over the searchable text ([`searchable_text`]) of `candidates`, in seq order.
     pub fn over(candidates: &[RecallCandidate]) -> LexicalIndex {
-        let texts: Vec<String> = candidates
-            .iter()
-            .map(|c| searchable_text(&c.message))
-            .collect();
+        let mut sorted: Vec<&RecallCandidate> = candidates.iter().collect();
+        sorted.sort_by_key(|c| c.seq);
+        let texts: Vec<String> = sorted.iter().map(|c| searchable_text(&c.message)).collect();
         LexicalIndex::new(
-            candidates
+            sorted
                 .iter()
                 .zip(&texts)
-                .map(|(c, t)| (c.seq, t.as_str())),
+                .map(|(c, t)| (c.seq, t.as_str(), c.at)),
         )
     }
 
@@ -195,8 +266,10 @@ impl LexicalIndex {
         self.lists.get(term).map_or(0, |l| l.len() as u64)
     }
 
-    /// The hits for `terms` ([`rank_postings`] over the [`ranked_terms`]), at most `limit`.
+    /// The hits for query terms `terms` ([`rank_postings`] over the [`ranked_terms`] of their
+    /// [`stems`]), at most `limit`.
     pub fn rank(&self, terms: &[String], limit: usize) -> Vec<Ranked> {
+        let terms = stems(terms);
         let dfs: Vec<u64> = terms.iter().map(|t| self.df(t)).collect();
         let lists: Vec<TermList> = ranked_terms(&dfs)
             .into_iter()
@@ -220,18 +293,17 @@ mod tests {
     #[test]
     fn or_semantics_and_rarer_terms_weigh_more() {
         let idx = LexicalIndex::new([
-            (1, "the cat sat"),
-            (2, "a dog barked at the cat"),
-            (3, "nothing here"),
-            (4, "the dog"),
-            (5, "dog dog dog"),
+            (1, "the cat sat", None),
+            (2, "a dog barked at the cat", None),
+            (3, "nothing here", None),
+            (4, "the dog", None),
+            (5, "dog dog dog", None),
         ]);
         let r = idx.rank(&["cat".into(), "dog".into()], 10);
         let seqs: Vec<i64> = r.iter().map(|h| h.seq).collect();
-        // Seq 2 has both; 3 has neither.
+        // Seq 2 has both; 3 has them only from the messages before it, at lower weights.
         assert_eq!(seqs[0], 2);
-        assert!(!seqs.contains(&3));
-        assert_eq!(seqs.len(), 4);
+        assert_eq!(seqs.len(), 5);
         assert!(idx.rank(&[], 10).is_empty());
         assert!(idx.rank(&["zebra".into()], 10).is_empty());
     }
@@ -246,12 +318,13 @@ mod tests {
             texts
                 .iter()
                 .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
+                .map(|(i, t)| (i as i64, t.as_str(), None)),
         );
         let r = idx.rank(&["common".into()], 1000);
         assert_eq!(r.len(), POSTINGS_PER_TERM);
-        assert_eq!(r[0].seq, 0);
-        assert!(r.iter().all(|h| h.seq < POSTINGS_PER_TERM as i64));
+        // The first short message with two earlier neighbours holding the term weighs most.
+        assert_eq!(r[0].seq, 2);
+        assert!(r.iter().all(|h| h.seq < POSTINGS_PER_TERM as i64 + 2));
     }
 
     #[test]
@@ -264,17 +337,63 @@ mod tests {
                 docs.push(((i * 100 + k) as i64, t.clone()));
             }
         }
-        let idx = LexicalIndex::new(docs.iter().map(|(s, t)| (*s, t.as_str())));
+        // Far apart in seq but in history order, each message alone of its term's run: the
+        // neighbours of a run's first messages hold the previous run's term.
+        let idx = LexicalIndex::new(docs.iter().map(|(s, t)| (*s, t.as_str(), None)));
         let r = idx.rank(&many, 10_000);
-        // The three commonest terms are left out.
-        assert!(r.iter().all(|h| h.seq < (RANKED_TERMS * 100) as i64));
+        // The three commonest terms are left out: only their first messages (neighbours of
+        // a ranked term's run) can be hits.
+        let late = r.iter().filter(|h| h.seq >= (RANKED_TERMS * 100) as i64);
+        assert!(
+            late.clone().all(|h| h.seq % 100 < 2),
+            "{:?}",
+            late.collect::<Vec<_>>()
+        );
     }
 
     #[test]
-    fn doc_terms_leave_out_stop_words_and_long_words() {
+    fn documents_leave_out_stop_words_and_long_words() {
         let long = "x".repeat(MAX_TERM_BYTES + 1);
-        let (terms, len) = doc_terms(&format!("the {long} Paris paris"));
-        assert_eq!(terms, [("paris".to_string(), 2)]);
-        assert_eq!(len, 4);
+        let d = document(&format!("the {long} Paris paris"), &[], None);
+        assert_eq!(d.terms, [("pari".to_string(), 2.0)]);
+        assert_eq!(d.len, 4.0);
+    }
+
+    #[test]
+    fn documents_take_two_earlier_neighbours_at_lower_weights() {
+        let d = document("apple", &["banana", "cherry", "damson"], None);
+        let weights: HashMap<String, f64> = d.terms.into_iter().collect();
+        assert_eq!(weights["appl"], 1.0);
+        assert_eq!(weights["banana"], NEIGHBOUR_WEIGHTS[0]);
+        assert_eq!(weights["cherri"], NEIGHBOUR_WEIGHTS[1]);
+        assert!(!weights.contains_key("damson"));
+        assert_eq!(d.len, 1.0 + NEIGHBOUR_WEIGHTS[0] + NEIGHBOUR_WEIGHTS[1]);
+    }
+
+    #[test]
+    fn a_reply_is_found_by_the_question_before_it() {
+        let idx = LexicalIndex::new([
+            (1, "Do you still go climbing?", None),
+            (2, "Yes, every weekend at the gym.", None),
+            (3, "What did you cook?", None),
+        ]);
+        let seqs: Vec<i64> = idx
+            .rank(&["climbing".into()], 10)
+            .iter()
+            .map(|h| h.seq)
+            .collect();
+        assert_eq!(seqs, [1, 2, 3]);
+    }
+
+    #[test]
+    fn dates_are_terms() {
+        // 2023-06-09 and 2024-01-15.
+        let idx = LexicalIndex::new([
+            (1, "We went hiking.", Some(1_686_300_000_000)),
+            (2, "We went hiking.", Some(1_705_300_000_000)),
+        ]);
+        let best = |q: &str| idx.rank(&crate::recall::query_terms(q), 10)[0].seq;
+        assert_eq!(best("hiking in June"), 1);
+        assert_eq!(best("hiking in January 2024"), 2);
     }
 }

@@ -10,13 +10,10 @@
 //!    with `recall_scope: tenant`, the tenant's other conversations too): BM25 with OR
 //!    semantics from per-message term weights, one definition in memory ([`LexicalIndex`])
 //!    and in the stores (see `lexical`), fused with semantic similarity when an embedder is
-//!    configured ([`reciprocal_rank_fusion`]); each list keeps only the hits scoring at least
-//!    a share of its best ([`lexical_hits`], [`semantic_hits`]), so a section is only as
-//!    large as what is relevant;
-//! 4. [`choose`]s within `recall_tokens`: each hit in rank order with its tool pair whole,
-//!    then the other half of its exchange when it fits (a user message's reply, an
-//!    assistant message's question; both sides of a tool pair); chronological,
-//!    deduplicated;
+//!    configured ([`reciprocal_rank_fusion`]);
+//! 4. [`choose`]s within `recall_tokens`: each hit in rank order (with its tool pair whole)
+//!    while it fits, so the section fills its budget with the most relevant messages; oldest
+//!    first, deduplicated;
 //! 5. renders them as one tagged section ([`render_section`]) placed so that no byte before
 //!    the newest user message changes: a leading text block of that message in
 //!    `anthropic`/`openai`, a section just before its turn in the text formats (`xml`: just
@@ -39,7 +36,8 @@
 //! let hits = idx.rank(&q.terms, q.limit);
 //! let s = choose(&q, &hits, &cands, &Tokenizer::O200k, true, true);
 //! let seqs: Vec<i64> = s.messages.iter().map(|m| m.seq).collect();
-//! assert_eq!(seqs, [1, 2]); // the hit and the message after it
+//! // The hit, then the two after it, whose documents hold its words at lower weights.
+//! assert_eq!(seqs, [1, 2, 3]);
 //! assert!(s.text.starts_with("<recalled_messages>\n"));
 //! ```
 
@@ -51,8 +49,9 @@ mod vector;
 
 pub use fuse::{reciprocal_rank_fusion, RRF_K};
 pub use lexical::{
-    doc_terms, idf, posting_order, rank_postings, ranked_terms, searchable_text, term_weight,
-    LexicalIndex, Posting, TermList, B, K1, POSTINGS_PER_TERM, RANKED_TERMS, REF_LEN,
+    document, idf, posting_order, rank_postings, ranked_terms, searchable_text, term_weight,
+    Document, LexicalIndex, Posting, TermList, B, DATE_WEIGHT, K1, NEIGHBOUR_WEIGHTS,
+    POSTINGS_PER_TERM, RANKED_TERMS, REF_LEN,
 };
 pub(crate) use section::excerpt;
 pub use section::{
@@ -60,64 +59,13 @@ pub use section::{
     render_section, with_leading_text, CandidateSource, Prefetched, RECALL_CLOSE, RECALL_INTRO,
     RECALL_INTRO_TENANT, RECALL_OPEN,
 };
-pub use terms::{is_stop_word, query_terms, words, MAX_TERMS, MAX_TERM_BYTES, STOP_WORDS};
+pub use terms::{
+    is_stop_word, query_terms, stem, stems, words, MAX_TERMS, MAX_TERM_BYTES, STOP_WORDS,
+};
 pub use vector::{dot, vector_from_bytes, vector_to_bytes, CosineTop};
 
 use crate::message::Message;
 use crate::policy::RecallScope;
-
-/// A lexical hit is kept only when its score is at least this share of the best lexical
-/// hit's ([`above_floor`]): a section holds what is relevant, not whatever fills the budget.
-/// Every byte of a section is new in each request (the previous request's section is gone
-/// from the message that carried it), so its size is what a prompt cache cannot serve;
-/// docs/BENCHMARKS.md ("Prompt-cache reuse with recall") has the measurements it was set by.
-pub const LEXICAL_FLOOR: f64 = 0.7;
-
-/// The same for the semantic list: a cosine at least this share of the best one's. Lower
-/// than [`LEXICAL_FLOOR`]: cosines of related and unrelated messages lie closer together.
-pub const SEMANTIC_FLOOR: f64 = 0.6;
-
-/// The semantic list's hits fused at most: on an ordinary turn many older messages are
-/// about as similar as the best one (a conversation comes back to its topics), and they
-/// would fill every section.
-pub const SEMANTIC_HITS: usize = 8;
-
-/// The lexical hits recall uses: those above [`LEXICAL_FLOOR`].
-pub fn lexical_hits(hits: Vec<Ranked>) -> Vec<Ranked> {
-    above_floor(hits, LEXICAL_FLOOR)
-}
-
-/// The semantic hits recall fuses: those above [`SEMANTIC_FLOOR`], [`SEMANTIC_HITS`] at
-/// most.
-///
-/// ```
-/// use recall_core::recall::{semantic_hits, Ranked, SEMANTIC_HITS};
-/// let hits: Vec<Ranked> = (0..40).map(|i| Ranked::new(None, i, 0.9 - i as f64 * 0.001)).collect();
-/// assert_eq!(semantic_hits(hits).len(), SEMANTIC_HITS);
-/// ```
-pub fn semantic_hits(hits: Vec<Ranked>) -> Vec<Ranked> {
-    let mut hits = above_floor(hits, SEMANTIC_FLOOR);
-    hits.truncate(SEMANTIC_HITS);
-    hits
-}
-
-/// The hits of one ranked list (best first) that score at least `ratio` of its best; all
-/// of them when the best is not above zero.
-///
-/// ```
-/// use recall_core::recall::{above_floor, Ranked};
-/// let hits = vec![Ranked::new(None, 4, 10.0), Ranked::new(None, 9, 7.5), Ranked::new(None, 2, 3.0)];
-/// let kept: Vec<i64> = above_floor(hits, 0.7).iter().map(|h| h.seq).collect();
-/// assert_eq!(kept, [4, 9]);
-/// let flat = vec![Ranked::new(None, 1, 0.0), Ranked::new(None, 2, 0.0)];
-/// assert_eq!(above_floor(flat, 0.7).len(), 2);
-/// ```
-pub fn above_floor(mut hits: Vec<Ranked>, ratio: f64) -> Vec<Ranked> {
-    if let Some(best) = hits.first().map(|h| h.score).filter(|&b| b > 0.0) {
-        hits.retain(|h| h.score >= ratio * best);
-    }
-    hits
-}
 
 /// Hits a store is asked for per context: more than a budget of 1,000–8,000 tokens can hold
 /// with neighbours, few enough to read their neighbours in one statement.
@@ -249,12 +197,27 @@ pub struct RecalledMessage {
     pub tokens: u64,
 }
 
+/// Which ranking chose the recalled messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Ranking {
+    /// BM25 over the messages' documents only (no embedder, or `RECALL_EMBED=off`).
+    #[default]
+    Lexical,
+    /// BM25 fused with the cosine similarity of the embedder's vectors (reciprocal rank
+    /// fusion).
+    Hybrid,
+}
+
 /// What a context reports about recall (`stats.recalled`).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct RecallStats {
     /// `recall_tokens`.
     pub budget: u64,
+    /// Which ranking ran: `lexical`, or `hybrid` with an embedder.
+    pub ranking: Ranking,
     /// Tokens of the recalled section (0 when nothing was recalled).
     pub tokens: u64,
     /// False when the index had not caught up with every message older than the window

@@ -425,19 +425,6 @@ impl Choice<'_> {
     }
 }
 
-/// The seqs of the units a taken hit brings when they fit: the other half of its exchange
-/// (a user message's reply after it, an assistant message's question before it); both
-/// sides of a tool pair or a message of another role. Only the exchange, not both
-/// neighbours: the message on the other side belongs to another exchange, and every
-/// recalled token is one a prompt cache cannot serve.
-fn exchange_sides(role: Option<Role>, unit: &[RecallKey], first: i64, last: i64) -> Vec<i64> {
-    match (unit.len(), role) {
-        (1, Some(Role::User)) => vec![last + 1],
-        (1, Some(Role::Assistant)) => vec![first - 1],
-        _ => vec![first - 1, last + 1],
-    }
-}
-
 /// [`choose_from`] over candidates already read.
 pub fn choose(
     query: &RecallQuery,
@@ -455,9 +442,11 @@ pub fn choose(
 }
 
 /// Chooses the recalled messages: for each hit in rank order, its unit (the message, or its
-/// tool pair whole) when it fits the budget, then the other half of its exchange when it
-/// fits (a user message's reply, an assistant message's question; for a tool pair, the
-/// unit before it and the unit after it); a message is taken once. The budget covers the
+/// tool pair whole) when it fits what is left of the budget; a message is taken once. No
+/// neighbour comes with a hit: a message's document already holds the words of the messages
+/// before it (`document`), so a reply ranks with its question, and on real conversations
+/// (docs/BENCHMARKS.md, "Recall on LoCoMo") the budget holds more evidence as more hits than
+/// as fewer hits with their neighbours. The budget covers the
 /// whole section: each excerpt's tokens under `counter`, and the frame's once. Only messages within two seqs of
 /// a hit are looked at ([`RecallQuery::neighbour_keys`]), each read from `source` at most
 /// once and only when needed; candidates outside [`RecallQuery::allows`] are never taken.
@@ -493,22 +482,7 @@ pub fn choose_from<S: CandidateSource>(
         let Some(unit) = look.unit_of(&key, query)? else {
             continue;
         };
-        if !st.try_unit(&mut look, &unit, hit, true)? {
-            continue;
-        }
-        let (first, last) = match (unit.first(), unit.last()) {
-            (Some(f), Some(l)) => (f.seq, l.seq),
-            _ => continue,
-        };
-        for seq in exchange_sides(look.get(&key)?.map(|c| c.message.role), &unit, first, last) {
-            let n = RecallKey {
-                conversation_id: key.conversation_id.clone(),
-                seq,
-            };
-            if let Some(u) = look.unit_of(&n, query)? {
-                st.try_unit(&mut look, &u, hit, false)?;
-            }
-        }
+        st.try_unit(&mut look, &unit, hit, true)?;
     }
     let (used, mut out) = (st.used, st.out);
     out.sort_by(|a, b| (a.at, &a.conversation_id, a.seq).cmp(&(b.at, &b.conversation_id, b.seq)));
@@ -528,6 +502,7 @@ pub fn choose_from<S: CandidateSource>(
                     hit: m.hit,
                 })
                 .collect(),
+            ..RecallStats::default()
         },
         messages: out,
         text,
@@ -584,7 +559,8 @@ mod tests {
         let hits = vec![Ranked::new(None, 3, 2.0), Ranked::new(None, 5, 1.0)];
         let s = choose(&q, &hits, &cands, &Tokenizer::Chars4, true, true);
         let seqs: Vec<i64> = s.messages.iter().map(|m| m.seq).collect();
-        assert_eq!(seqs, [1, 2, 3, 4]);
+        // The pair of seq 3 whole (2 and 3); seq 5 is the window's.
+        assert_eq!(seqs, [2, 3]);
         assert!(s
             .messages
             .iter()
@@ -603,7 +579,7 @@ mod tests {
     }
 
     #[test]
-    fn a_hit_brings_the_other_half_of_its_exchange_only() {
+    fn hits_come_alone_in_rank_order_while_they_fit() {
         let text = |seq: i64, role, t: &str| cand(seq, Message::text(role, t));
         let cands = vec![
             text(1, Role::User, "what is the weather"),
@@ -614,19 +590,29 @@ mod tests {
             text(6, Role::Assistant, "the giraffe is taller than the zebra"),
             text(7, Role::User, "thanks"),
         ];
-        let q = RecallQuery::new("zebra", 20, 1000, RecallScope::Conversation);
-        let seqs = |hits: &[Ranked]| -> Vec<i64> {
+        let seqs = |budget: u64, hits: &[Ranked]| -> Vec<i64> {
+            let q = RecallQuery::new("zebra", 20, budget, RecallScope::Conversation);
             let s = choose(&q, hits, &cands, &Tokenizer::Chars4, true, true);
             s.messages.iter().map(|m| m.seq).collect()
         };
-        // A user message brings its reply, not the reply before it.
-        assert_eq!(seqs(&[Ranked::new(None, 3, 1.0)]), [3, 4]);
-        // An assistant message brings its question, not the next user message.
-        assert_eq!(seqs(&[Ranked::new(None, 6, 1.0)]), [5, 6]);
-        assert_eq!(
-            seqs(&[Ranked::new(None, 3, 2.0), Ranked::new(None, 6, 1.0)]),
-            [3, 4, 5, 6]
-        );
+        let hits = [Ranked::new(None, 6, 2.0), Ranked::new(None, 3, 1.0)];
+        // No neighbour comes with a hit; the section is oldest first.
+        assert_eq!(seqs(1000, &hits), [3, 6]);
+        // A budget for the frame and one excerpt takes the best hit only, and a smaller hit
+        // after one that does not fit still goes in.
+        let frame = (Tokenizer::Chars4.count(&frame(RecallScope::Conversation).0)
+            + Tokenizer::Chars4.count(RECALL_CLOSE)) as u64;
+        let one = |seq: i64| {
+            excerpt_tokens(
+                seq,
+                None,
+                &cands[seq as usize - 1].message,
+                true,
+                &Tokenizer::Chars4,
+            )
+        };
+        assert_eq!(seqs(frame + one(6), &hits), [6]);
+        assert_eq!(seqs(frame + one(3), &hits), [3]);
     }
 
     #[test]

@@ -164,6 +164,38 @@ pub fn is_stop_word(w: &str) -> bool {
     STOP_WORDS.binary_search(&w).is_ok()
 }
 
+/// The index form of a word (given lower-cased, not a stop word): its English Snowball stem,
+/// so that "painted", "paints" and "painting" are one term of the lexical ranking.
+///
+/// ```
+/// use recall_core::recall::stem;
+/// assert_eq!(stem("painting"), "paint");
+/// assert_eq!(stem("painted"), stem("paints"));
+/// ```
+pub fn stem(word: &str) -> String {
+    thread_local! {
+        static STEMMER: rust_stemmers::Stemmer =
+            rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    }
+    STEMMER.with(|s| s.stem(word).into_owned())
+}
+
+/// The index terms of query terms ([`query_terms`]): their stems ([`stem`]), each once, in
+/// the order they first appear. What the lexical ranking looks up.
+///
+/// ```
+/// use recall_core::recall::{query_terms, stems};
+/// assert_eq!(stems(&query_terms("paint the painting")), ["paint"]);
+/// ```
+pub fn stems(terms: &[String]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    terms
+        .iter()
+        .map(|t| stem(t))
+        .filter(|s| seen.insert(s.clone()))
+        .collect()
+}
+
 /// The query terms of `text`: its words without stop words, punctuation and words over
 /// [`MAX_TERM_BYTES`], each once, in the order they first appear, at most [`MAX_TERMS`].
 ///

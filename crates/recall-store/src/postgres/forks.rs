@@ -344,6 +344,17 @@ impl PgStore {
             .await?;
         let delta = replacement((&old_f, &role), (f, e.role));
         let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = delta;
+        // The forks' documents may hold the message's words (`DROP_RECALL_INDEX`), under the
+        // lock their catch-up takes.
+        for c in readers.iter().filter(|c| **c != o) {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('recall_index:' || $1, 0))")
+                .bind(c)
+                .execute(&mut *tx)
+                .await?;
+            for sql in crate::recall_plan::DROP_RECALL_INDEX {
+                sqlx::query(sql).bind(c).execute(&mut *tx).await?;
+            }
+        }
         for c in &readers {
             if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
                 let mut q = sqlx::query(SHIFT_RUNNING).bind(c).bind(seq);

@@ -18,8 +18,9 @@ use super::{stored_at, PgStore};
 use crate::error::StoreError;
 use crate::model::RecallHits;
 use crate::recall_plan::{
-    batch_terms, index_rows, merge_postings, recall_ranges, RecallRange, DOCS_AT, INDEX_BATCH,
-    INDEX_SOURCE, RECALL_PROGRESS, SET_RECALL_PROGRESS,
+    batch_terms, earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource,
+    RecallRange, DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, PARENT_OF, RECALL_PROGRESS,
+    SET_RECALL_PROGRESS,
 };
 use crate::statements::message_columns_of;
 
@@ -94,7 +95,8 @@ impl PgStore {
             .fetch_optional(&mut *tx)
             .await?
             .unwrap_or(0);
-        let terms = batch_terms(&messages)?;
+        let earlier = earlier_texts(&Self::earlier(&mut tx, id, done).await?)?;
+        let terms = batch_terms(&messages, &earlier)?;
         let dfs: HashMap<String, i64> = sqlx::query_as::<_, (String, i64)>(DFS)
             .bind(id)
             .bind(&terms)
@@ -102,7 +104,7 @@ impl PgStore {
             .await?
             .into_iter()
             .collect();
-        let rows = index_rows(&messages, last_n, false, |t| {
+        let rows = index_rows(&messages, &earlier, last_n, false, |t| {
             Ok(dfs.get(t).copied().unwrap_or(0))
         })?;
         let (seqs, ns, lists): (Vec<i64>, Vec<i64>, Vec<String>) = rows
@@ -162,6 +164,42 @@ impl PgStore {
         Ok(reached)
     }
 
+    /// The non-system messages of conversation `id`'s history at or below seq `upto`, newest
+    /// first, as many as a document takes (`recall_plan::EARLIER_SOURCE`): its own rows,
+    /// then its parent's at or below its fork point, and so on.
+    async fn earlier(
+        conn: &mut sqlx::PgConnection,
+        id: &str,
+        upto: i64,
+    ) -> Result<Vec<IndexSource>, StoreError> {
+        let need = recall_core::recall::NEIGHBOUR_WEIGHTS.len();
+        let (mut conv, mut upto) = (id.to_string(), upto);
+        let mut out: Vec<IndexSource> = Vec::with_capacity(need);
+        loop {
+            let rows: Vec<IndexSource> = sqlx::query_as(EARLIER_SOURCE)
+                .bind(&conv)
+                .bind(upto)
+                .bind((need - out.len()) as i64)
+                .fetch_all(&mut *conn)
+                .await?;
+            out.extend(rows);
+            if out.len() >= need {
+                return Ok(out);
+            }
+            let parent: Option<(Option<String>, Option<i64>)> = sqlx::query_as(PARENT_OF)
+                .bind(&conv)
+                .fetch_optional(&mut *conn)
+                .await?;
+            match parent {
+                Some((Some(p), Some(k))) => {
+                    conv = p;
+                    upto = upto.min(k);
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
     /// The parts of conversation `id`'s history that `query` may reach (`conversation`
     /// scope), its lexical index caught up over them first.
     async fn recall_index(
@@ -199,6 +237,7 @@ impl PgStore {
         terms: &[String],
         limit: usize,
     ) -> Result<Vec<Ranked>, StoreError> {
+        let terms = &recall_core::recall::stems(terms);
         let (ids, his) = range_arrays(ranges);
         let figures: Vec<(i64, i64)> = sqlx::query_as(FIGURES)
             .bind(&ids)

@@ -309,6 +309,11 @@ pub(super) fn redact(
         .prepare_cached(DESCENDANTS_READING)?
         .query_map(named(&[&o, &seq]).as_slice(), |r| r.get(0))?
         .collect::<Result<_, _>>()?;
+    for c in &readers {
+        for sql in crate::recall_plan::DROP_RECALL_INDEX {
+            tx.prepare_cached(sql)?.execute(named(&[c]).as_slice())?;
+        }
+    }
     readers.insert(0, o);
     for c in &readers {
         if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {

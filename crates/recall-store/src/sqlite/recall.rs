@@ -18,8 +18,9 @@ use crate::error::StoreError;
 use crate::fork_plan::{owner, Segment};
 use crate::model::RecallHits;
 use crate::recall_plan::{
-    index_rows, merge_postings, recall_ranges, RecallRange, DF_AT, DOCS_AT, INDEX_BATCH,
-    INDEX_SOURCE, RECALL_PROGRESS, SET_RECALL_PROGRESS,
+    earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource, RecallRange, DF_AT,
+    DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, PARENT_OF, RECALL_PROGRESS,
+    SET_RECALL_PROGRESS,
 };
 use crate::statements::message_columns_of;
 
@@ -84,9 +85,10 @@ fn index_batch(tx: &Transaction<'_>, id: &str, hi: i64) -> Result<i64, StoreErro
         })?
         .collect::<Result<_, _>>()?;
     let last_n = count_at(tx, DOCS_AT, &[&id, &done])?;
+    let earlier = earlier_texts(&earlier(tx, id, done)?)?;
     // The excerpts' tokens are kept, so that a one-shot `recall context` chooses without
     // loading a vocabulary.
-    let rows = index_rows(&messages, last_n, true, |term| {
+    let rows = index_rows(&messages, &earlier, last_n, true, |term| {
         count_at(tx, DF_AT, &[&id, &term, &done])
     })?;
     let mut doc = tx.prepare_cached(INSERT_DOC)?;
@@ -108,6 +110,39 @@ fn index_batch(tx: &Transaction<'_>, id: &str, hi: i64) -> Result<i64, StoreErro
     Ok(reached)
 }
 
+/// The non-system messages of conversation `id`'s history at or below seq `upto`, newest
+/// first, as many as a document takes (`recall_plan::EARLIER_SOURCE`): its own rows, then
+/// its parent's at or below its fork point, and so on.
+fn earlier(tx: &Transaction<'_>, id: &str, upto: i64) -> Result<Vec<IndexSource>, StoreError> {
+    let need = recall_core::recall::NEIGHBOUR_WEIGHTS.len();
+    let (mut conv, mut upto) = (id.to_string(), upto);
+    let mut out: Vec<IndexSource> = Vec::with_capacity(need);
+    loop {
+        let left = (need - out.len()) as i64;
+        let rows: Vec<IndexSource> = tx
+            .prepare_cached(EARLIER_SOURCE)?
+            .query_map(named(&[&conv, &upto, &left]).as_slice(), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        out.extend(rows);
+        if out.len() >= need {
+            return Ok(out);
+        }
+        let parent: Option<(Option<String>, Option<i64>)> = tx
+            .prepare_cached(PARENT_OF)?
+            .query_row(named(&[&conv]).as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        match parent {
+            Some((Some(p), Some(k))) => {
+                conv = p;
+                upto = upto.min(k);
+            }
+            _ => return Ok(out),
+        }
+    }
+}
+
 /// The lexical hits over `ranges` (see `recall_plan`): the figures below each range's end,
 /// summed along the chain, then each ranked term's best postings.
 fn rank(
@@ -120,8 +155,9 @@ fn rank(
     for r in ranges {
         n += count_at(conn, DOCS_AT, &[&r.id, &r.hi])?;
     }
+    let terms = recall_core::recall::stems(terms);
     let mut dfs = Vec::with_capacity(terms.len());
-    for t in terms {
+    for t in &terms {
         let mut df = 0i64;
         for r in ranges {
             df += count_at(conn, DF_AT, &[&r.id, t, &r.hi])?;
