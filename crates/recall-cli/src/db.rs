@@ -59,21 +59,49 @@ pub async fn open_with(
     })
 }
 
-/// The embedder recall's semantic ranking uses, when the environment names one
-/// (`RECALL_EMBED_URL` or `RECALL_EMBED_MODEL`; see `recall embed --help`). Nothing set: none,
-/// and recall is lexical.
+/// The embedder recall's semantic ranking uses:
+/// - `RECALL_EMBED=off`: none, recall is lexical;
+/// - `RECALL_EMBED_URL` (with `RECALL_EMBED_MODEL_NAME`): that embeddings server;
+/// - `RECALL_EMBED_MODEL=DIR`: all-MiniLM-L6-v2 in-process from `DIR`;
+/// - nothing set: the model `scripts/models.sh fetch` installs, when it is installed
+///   (`~/.cache/recall/minilm`), else none.
+///
+/// The in-process model is loaded the first time it embeds: a command that ranks nothing by
+/// meaning (a context without recall, an append) never loads it.
 pub async fn embedder() -> anyhow::Result<Option<std::sync::Arc<dyn recall_engine::embed::Embedder>>>
 {
-    let set = |n: &str| std::env::var_os(n).is_some_and(|v| !v.is_empty());
-    if !set("RECALL_EMBED_URL") && !set("RECALL_EMBED_MODEL") {
-        return Ok(None);
+    use recall_engine::embed::{EmbedSettings, LazyMiniLm};
+    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
+    match var("RECALL_EMBED").as_deref().map(str::trim) {
+        None | Some("on") => {}
+        Some("off") => return Ok(None),
+        Some(other) => return Err(crate::exit::bad_input(format!(
+            "RECALL_EMBED is {other:?}: use \"off\" (lexical recall only) or \"on\" (the default)"
+        ))),
     }
-    let e = recall_engine::embed::EmbedSettings::from_env()
-        .map_err(|e| crate::exit::bad_input(e.to_string()))?
-        .connect()
-        .await
-        .context("cannot load the embedder (RECALL_EMBED_URL / RECALL_EMBED_MODEL)")?;
-    Ok(Some(std::sync::Arc::from(e)))
+    let explicit = var("RECALL_EMBED_URL").is_some() || var("RECALL_EMBED_MODEL").is_some();
+    let settings = match EmbedSettings::from_env() {
+        Ok(s) => s,
+        Err(e) if explicit => return Err(crate::exit::bad_input(e.to_string())),
+        // No home directory for the default cache: no model.
+        Err(_) => return Ok(None),
+    };
+    Ok(Some(match settings {
+        EmbedSettings::MiniLm(config) => {
+            let installed = config.dir.join("model.safetensors").is_file();
+            if !explicit && !installed {
+                return Ok(None);
+            }
+            std::sync::Arc::new(
+                LazyMiniLm::new(config).context("cannot load the embedder (RECALL_EMBED_MODEL)")?,
+            )
+        }
+        s @ EmbedSettings::OpenAi(_) => std::sync::Arc::from(
+            s.connect()
+                .await
+                .context("cannot load the embedder (RECALL_EMBED_URL)")?,
+        ),
+    }))
 }
 
 /// A database URL without its password, for messages.

@@ -14,6 +14,7 @@
 mod embedding;
 mod error;
 mod key;
+mod lazy;
 mod minilm;
 mod openai;
 
@@ -22,6 +23,7 @@ use std::path::PathBuf;
 pub use embedding::{cosine, Embedding};
 pub use error::EmbedError;
 pub use key::EmbedKey;
+pub use lazy::LazyMiniLm;
 pub use minilm::{MiniLm, MiniLmConfig};
 pub use openai::{OpenAiEmbedder, OpenAiEmbedderConfig};
 

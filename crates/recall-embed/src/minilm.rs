@@ -97,13 +97,7 @@ impl MiniLm {
             )));
         }
 
-        let config_path = dir.join("config.json");
-        let bert_config: Config = read(&config_path)
-            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
-            .map_err(|reason| EmbedError::ModelFile {
-                path: config_path.clone(),
-                reason: format!("not a BERT config: {reason}"),
-            })?;
+        let bert_config = read_config(&dir.join("config.json"))?;
         if config.max_tokens > bert_config.max_position_embeddings {
             return Err(EmbedError::Config(format!(
                 "max tokens {} is more than the model's {} positions",
@@ -163,6 +157,16 @@ impl MiniLm {
     pub fn embed_blocking(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
         self.inner.embed(texts)
     }
+}
+
+/// A model directory's `config.json`; the error names the file.
+pub(crate) fn read_config(path: &Path) -> Result<Config, EmbedError> {
+    read(path)
+        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
+        .map_err(|reason| EmbedError::ModelFile {
+            path: path.to_path_buf(),
+            reason: format!("not a BERT config: {reason}"),
+        })
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, String> {

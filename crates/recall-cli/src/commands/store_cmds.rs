@@ -268,8 +268,17 @@ pub async fn append(a: AppendArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How long a one-shot `recall context` embeds a conversation's backlog before it answers:
+/// about 200 messages with the default model on two cores.
+pub const CONTEXT_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
-    let engine = open(&a.store).await?;
+    // One process per command: with recall by meaning, the context first embeds what is not
+    // embedded yet of the conversation, for CONTEXT_CATCH_UP at most (a server does it in
+    // the background); the rest stays lexical this time and the stats say so.
+    let engine = open(&a.store)
+        .await?
+        .with_context_catch_up(CONTEXT_CATCH_UP);
     let req = ContextRequest {
         format: a.format,
         overrides: a.limits.clone(),
@@ -278,12 +287,6 @@ pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
         query: a.query.clone(),
         summary: None,
     };
-    // One process per command: vectors appended since the last one are embedded now, so the
-    // context ranks them (a server does this in the background).
-    engine
-        .catch_up_vectors(&a.store.tenant, Some(&a.id), usize::MAX)
-        .await
-        .map_err(engine_err)?;
     let out = engine
         .context(&a.store.tenant, &a.id, &req)
         .await
