@@ -102,6 +102,9 @@ pub struct Turn {
     pub user: bool,
     pub text: String,
     pub session: usize,
+    /// When it was written (milliseconds since the Unix epoch), imported as its
+    /// `created_at`; `None`: the time of the import.
+    pub at: Option<i64>,
 }
 
 /// A question asked after the conversation, with the turns that hold its answer.
@@ -127,16 +130,20 @@ pub struct Conversation {
 
 impl Conversation {
     /// The conversation as JSON Lines for `Engine::import` (what `recall import` reads): one
-    /// message a line with a client id (`t<index>`) and the session and date as metadata.
+    /// message a line with a client id (`t<index>`), the session and date as metadata, and
+    /// its time as `created_at` when it has one.
     pub fn jsonl(&self) -> String {
         let mut out = String::new();
         for (i, t) in self.turns.iter().enumerate() {
-            let line = serde_json::json!({
+            let mut line = serde_json::json!({
                 "role": if t.user { "user" } else { "assistant" },
                 "content": t.text,
                 "id": format!("t{i}"),
                 "metadata": { "session": t.session + 1, "date": self.dates[t.session] },
             });
+            if let Some(at) = t.at {
+                line["created_at"] = recall_core::time::format_rfc3339(at).into();
+            }
             out.push_str(&line.to_string());
             out.push('\n');
         }
@@ -355,11 +362,13 @@ fn push(turns: &mut Vec<Turn>, session: usize, user: String, assistant: String) 
         user: true,
         text: user,
         session,
+        at: None,
     });
     turns.push(Turn {
         user: false,
         text: assistant,
         session,
+        at: None,
     });
 }
 

@@ -27,16 +27,25 @@ pub enum Category {
     Updated,
     Time,
     Distractor,
+    // LoCoMo's (`locomo.rs`).
+    MultiHop,
+    Temporal,
+    OpenDomain,
+    SingleHop,
 }
 
 impl Category {
-    pub const ALL: [Category; 6] = [
+    pub const ALL: [Category; 10] = [
         Category::Keyword,
         Category::Paraphrase,
         Category::Multi,
         Category::Updated,
         Category::Time,
         Category::Distractor,
+        Category::MultiHop,
+        Category::Temporal,
+        Category::OpenDomain,
+        Category::SingleHop,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +56,10 @@ impl Category {
             Category::Updated => "updated fact",
             Category::Time => "time",
             Category::Distractor => "distractor-heavy",
+            Category::MultiHop => "multi-hop",
+            Category::Temporal => "temporal",
+            Category::OpenDomain => "open-domain",
+            Category::SingleHop => "single-hop",
         }
     }
 }

@@ -6,9 +6,11 @@
 //! - `facts`: the kinds of facts, each with its wording, later updates, distractors and the
 //!   question that asks for it (one category per kind);
 //! - `linked`: the kinds whose answer spans statements, changes, or hangs on a date;
-//! - `chatter`: small talk and help requests that fill the sessions between the facts.
+//! - `chatter`: small talk and help requests that fill the sessions between the facts;
+//! - `locomo`: LoCoMo's real conversations read from a folder, in the same shape.
 
 pub mod chatter;
 pub mod convo;
 pub mod facts;
 pub mod linked;
+pub mod locomo;
