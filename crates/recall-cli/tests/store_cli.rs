@@ -112,13 +112,13 @@ fn export_then_import_keeps_the_system_prompt_as_the_system_prompt() {
         ])))
         .expect("json")
     };
-    // Same messages at the same seqs (only created_at differs).
+    // Same messages at the same seqs, with the same times.
     let kept = |v: &Value| -> Vec<Value> {
         v["messages"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|m| json!([m["seq"], m["status"], m["message"]]))
+            .map(|m| json!([m["seq"], m["status"], m["message"], m["created_at"]]))
             .collect()
     };
     let a = stdout_of(recall(&db).args([

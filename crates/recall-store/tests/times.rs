@@ -306,6 +306,106 @@ async fn concurrent_appends_keep_times_in_order(s: Arc<dyn Store>) {
     assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
 }
 
+/// Migration 0011's backfill gives every conversation the time forking and appending stored:
+/// a conversation's newest message, a fork's parent's message at the fork point when the fork
+/// has no row of its own, none for an empty or cleared one.
+async fn the_backfill_stores_what_appends_did(s: &dyn Store, raw: common::Raw<'_>) {
+    let a = new_conv(s).await;
+    let t = at("2024-03-01T10:00:00Z");
+    s.append(
+        T,
+        &a,
+        vec![
+            msg(Role::User, "1", Some(t)),
+            msg(Role::Assistant, "2", Some(t + 1)),
+            msg(Role::User, "3", None),
+        ],
+    )
+    .await
+    .unwrap();
+    let bare_fork = s
+        .fork_conversation(T, &a, 2, NewFork::default())
+        .await
+        .unwrap()
+        .id;
+    let fork = s
+        .fork_conversation(T, &a, 1, NewFork::default())
+        .await
+        .unwrap()
+        .id;
+    s.append(T, &fork, vec![msg(Role::Assistant, "x", Some(t + 5))])
+        .await
+        .unwrap();
+    let _ = s
+        .fork_conversation(T, &fork, 2, NewFork::default())
+        .await
+        .unwrap();
+    let _empty = new_conv(s).await;
+    let cleared = new_conv(s).await;
+    s.append(T, &cleared, vec![msg(Role::User, "gone", None)])
+        .await
+        .unwrap();
+    s.clear_conversation(T, &cleared).await.unwrap();
+
+    let sql = "SELECT id, last_at FROM conversations ORDER BY id";
+    let file = match raw {
+        common::Raw::Sqlite(_) => include_str!("../migrations/sqlite/0011_last_at.sql"),
+        common::Raw::Pg(_) => include_str!("../migrations/postgres/0011_last_at.sql"),
+    };
+    let backfill = &file[file.find("-- Backfill").unwrap()..];
+    let stored: Vec<(String, Option<i64>)> = match raw {
+        common::Raw::Sqlite(p) => {
+            let rows = sqlx::query_as(sql).fetch_all(p).await.unwrap();
+            sqlx::raw_sql("UPDATE conversations SET last_at = NULL")
+                .execute(p)
+                .await
+                .unwrap();
+            sqlx::raw_sql(backfill).execute(p).await.unwrap();
+            assert_eq!(
+                sqlx::query_as::<_, (String, Option<i64>)>(sql)
+                    .fetch_all(p)
+                    .await
+                    .unwrap(),
+                rows
+            );
+            rows
+        }
+        common::Raw::Pg(p) => {
+            let rows = sqlx::query_as(sql).fetch_all(p).await.unwrap();
+            sqlx::raw_sql("UPDATE conversations SET last_at = NULL")
+                .execute(p)
+                .await
+                .unwrap();
+            sqlx::raw_sql(backfill).execute(p).await.unwrap();
+            assert_eq!(
+                sqlx::query_as::<_, (String, Option<i64>)>(sql)
+                    .fetch_all(p)
+                    .await
+                    .unwrap(),
+                rows
+            );
+            rows
+        }
+    };
+    let of = |id: &str| stored.iter().find(|r| r.0 == id).unwrap().1;
+    assert_eq!(of(&bare_fork), Some(t + 1));
+    assert_eq!(of(&fork), Some(t + 5));
+    assert_eq!(of(&cleared), None);
+    assert!(of(&a).unwrap() > t + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backfill_on_sqlite() {
+    let db = common::sqlite().await;
+    the_backfill_stores_what_appends_did(&db.store, common::Raw::Sqlite(db.store.pool())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backfill_on_postgres() {
+    let Some(db) = common::pg().await else { return };
+    the_backfill_stores_what_appends_did(&db.store, common::Raw::Pg(db.store.pool())).await;
+}
+
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
