@@ -80,7 +80,7 @@ async fn times_over_http(b: Backend) {
         ),
         (
             json!({"role": "user", "content": "no", "created_at": "2023-05-09"}),
-            "the message has an invalid 'created_at'",
+            "messages[0] has an invalid 'created_at' (expected 'T' between the date",
         ),
         (
             json!({"messages": [
