@@ -95,7 +95,10 @@ impl PgStore {
             .fetch_optional(&mut *tx)
             .await?
             .unwrap_or(0);
-        let earlier = earlier_texts(&Self::earlier(&mut tx, id, done).await?)?;
+        // The history before the batch's first message (a fork's first rows follow its
+        // parent's).
+        let first = messages.first().map_or(done + 1, |m| m.0);
+        let earlier = earlier_texts(&Self::earlier(&mut tx, id, first - 1).await?)?;
         let terms = batch_terms(&messages, &earlier)?;
         let dfs: HashMap<String, i64> = sqlx::query_as::<_, (String, i64)>(DFS)
             .bind(id)

@@ -85,7 +85,9 @@ fn index_batch(tx: &Transaction<'_>, id: &str, hi: i64) -> Result<i64, StoreErro
         })?
         .collect::<Result<_, _>>()?;
     let last_n = count_at(tx, DOCS_AT, &[&id, &done])?;
-    let earlier = earlier_texts(&earlier(tx, id, done)?)?;
+    // The history before the batch's first message (a fork's first rows follow its parent's).
+    let first = messages.first().map_or(done + 1, |m| m.0);
+    let earlier = earlier_texts(&earlier(tx, id, first - 1)?)?;
     // The excerpts' tokens are kept, so that a one-shot `recall context` chooses without
     // loading a vocabulary.
     let rows = index_rows(&messages, &earlier, last_n, true, |term| {
