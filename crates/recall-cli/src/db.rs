@@ -75,9 +75,11 @@ pub async fn embedder() -> anyhow::Result<Option<std::sync::Arc<dyn recall_engin
     match var("RECALL_EMBED").as_deref().map(str::trim) {
         None | Some("on") => {}
         Some("off") => return Ok(None),
-        Some(other) => return Err(crate::exit::bad_input(format!(
-            "RECALL_EMBED is {other:?}: use \"off\" (lexical recall only) or \"on\" (the default)"
-        ))),
+        Some(other) => {
+            let msg =
+                format!("RECALL_EMBED is {other:?}: use \"off\" (lexical recall only) or \"on\"");
+            return Err(crate::exit::bad_input(msg));
+        }
     }
     let explicit = var("RECALL_EMBED_URL").is_some() || var("RECALL_EMBED_MODEL").is_some();
     let settings = match EmbedSettings::from_env() {

@@ -19,7 +19,11 @@ fn db() -> Db {
 
 fn recall(db: &Db) -> Command {
     let mut c = Command::cargo_bin("recall").expect("binary built");
-    c.env("RECALL_DB", &db.path).env_remove("RECALL_TENANT");
+    // Recall here is the lexical ranking's (what these tests hold it to); the default
+    // embedder is tested in embed_default.rs.
+    c.env("RECALL_DB", &db.path)
+        .env_remove("RECALL_TENANT")
+        .env("RECALL_EMBED", "off");
     c
 }
 

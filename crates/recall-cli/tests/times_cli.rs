@@ -11,7 +11,10 @@ use serde_json::{json, Value};
 
 fn recall(db: &str) -> Command {
     let mut c = Command::cargo_bin("recall").expect("binary built");
-    c.env("RECALL_DB", db).env_remove("RECALL_TENANT");
+    // Lexical recall, as the excerpt test expects (embed_default.rs tests the embedder).
+    c.env("RECALL_DB", db)
+        .env_remove("RECALL_TENANT")
+        .env("RECALL_EMBED", "off");
     c
 }
 
