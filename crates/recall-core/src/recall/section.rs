@@ -29,17 +29,10 @@ pub const RECALL_INTRO_TENANT: &str = "Earlier messages of this and other conver
 /// assert_eq!(recall_core::recall::date_of_millis(951_782_400_000), "2000-02-29");
 /// ```
 pub fn date_of_millis(ms: i64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = ms.div_euclid(86_400_000) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    // The date part of the RFC 3339 form (one calendar for the whole crate).
+    let mut t = crate::time::format_rfc3339(ms);
+    t.truncate(10);
+    t
 }
 
 /// An excerpt's text: string content, or its blocks as text (`[used tool: NAME]`,

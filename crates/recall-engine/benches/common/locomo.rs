@@ -148,7 +148,8 @@ fn parse_when(s: &str) -> Option<i64> {
         .position(|x| x.eq_ignore_ascii_case(month_name))? as i64
         + 1;
     let year: i64 = parts.next()?.parse().ok()?;
-    Some((days_from_civil(year, month, day) * 86_400 + h * 3_600 + m * 60) * 1_000)
+    let text = format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:00Z");
+    recall_core::time::parse_rfc3339(&text).ok()
 }
 
 const MONTHS: [&str; 12] = [
@@ -165,17 +166,6 @@ const MONTHS: [&str; 12] = [
     "November",
     "December",
 ];
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
 
 #[cfg(test)]
 mod tests {
