@@ -49,6 +49,28 @@ struct Inner {
     name: Arc<str>,
     dimension: usize,
     batch_size: usize,
+    /// Characters of a text the tokenizer sees ([`chars_for`]).
+    max_chars: usize,
+}
+
+/// How many characters of a text can matter to an input of `max_tokens` word pieces: the
+/// tokenizer would read a text in full only to keep its first `max_tokens` pieces, so a
+/// 10 MB message is cut before it (a word piece is at most a hundred characters only in
+/// text that is not language; ordinary text takes about five a piece).
+pub(crate) fn chars_for(max_tokens: usize) -> usize {
+    max_tokens.saturating_mul(64)
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn prefix(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 impl std::fmt::Debug for MiniLm {
@@ -148,6 +170,7 @@ impl MiniLm {
                 name: config.name.into(),
                 dimension: bert_config.hidden_size,
                 batch_size: config.batch_size,
+                max_chars: chars_for(config.max_tokens),
             }),
         })
     }
@@ -185,9 +208,10 @@ impl Inner {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        let cut: Vec<&str> = texts.iter().map(|t| prefix(t, self.max_chars)).collect();
         let encodings = self
             .tokenizer
-            .encode_batch(texts.to_vec(), true)
+            .encode_batch(cut, true)
             .map_err(|e| self.fail(format!("tokenizing: {e}")))?;
         // Batches of similar lengths pad less: sort by length, embed, put back in order.
         let mut order: Vec<usize> = (0..texts.len()).collect();
@@ -280,5 +304,27 @@ impl Embedder for MiniLm {
         })
         .await
         .map_err(|e| self.inner.fail(format!("the embedding task failed: {e}")))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_text_is_cut_at_a_character_boundary() {
+        assert_eq!(prefix("short", 10), "short");
+        assert_eq!(prefix("abcdef", 3), "abc");
+        // 'é' is two bytes: a cut in its middle moves back before it.
+        assert_eq!(prefix("aé", 2), "a");
+        assert_eq!(prefix("ééé", 5), "éé");
+        assert_eq!(prefix("", 0), "");
+    }
+
+    #[test]
+    fn the_cut_leaves_room_for_every_word_piece_of_ordinary_text() {
+        // 256 pieces of ordinary text take about 1,300 characters; the cut is far beyond.
+        assert!(chars_for(256) >= 256 * 40);
+        assert_eq!(chars_for(usize::MAX), usize::MAX);
     }
 }

@@ -114,6 +114,25 @@ async fn minilm_ranks_the_fact_first() {
     assert!(e.embed(&[]).await.unwrap().is_empty());
 }
 
+/// A text longer than the model reads is embedded from its start (the tokenizer sees a cut
+/// of it: `minilm::chars_for`), and gives the vector of its first word pieces.
+#[test]
+fn minilm_embeds_a_huge_text_from_its_start() {
+    let Some(dir) = required(
+        minilm_dir(),
+        "all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)",
+    ) else {
+        return;
+    };
+    let m = MiniLm::load(MiniLmConfig::new(dir)).unwrap();
+    // About 500 word pieces: past the 256 the model reads.
+    let start = "the quarterly report about the harbour cranes is late again ".repeat(50);
+    let huge = format!("{start}{}", "é and more words ".repeat(250_000));
+    let v = m.embed_blocking(&[&start, &huge]).unwrap();
+    let c = v[0].cosine(&v[1]).unwrap();
+    assert!(c > 0.9999, "{c}");
+}
+
 /// The similarities sentence-transformers prints for all-MiniLM-L6-v2 in its own quickstart
 /// ("That is a happy person" against the three others): the same pooling and normalisation
 /// give the same numbers.
