@@ -246,7 +246,7 @@ fn render_takes_a_summary() {
     let text = ok_stdout(out);
     assert!(
         text.starts_with(
-            "<conversation_summary>\nA summary of messages 0 to 1 of this conversation, older \
+            "<conversation_summary>\nA summary of messages 1 to 2 of this conversation, older \
              than the recent history:\n  The user counts.\n</conversation_summary>\n\n---\n\n\
              Human: What now?"
         ),

@@ -434,7 +434,8 @@ impl Prepared {
             .filter(|h| (h.index as i64) < q.before)
             .map(|h| RecallCandidate {
                 conversation_id: None,
-                seq: h.index as i64,
+                // The input's position counted from 1, as a stored conversation's seqs are.
+                seq: h.index as i64 + 1,
                 message: h.message.clone(),
                 // The input's time, when it gave one (`created_at`).
                 at: h.message.created_at,
@@ -503,9 +504,11 @@ pub fn assemble(
             None
         }
         (Some(text), Some(before)) => {
+            // Positions counted from 1 (recall's in-memory seqs): the messages before input
+            // index `before` are 1 to `before`.
             let s = Summary {
-                from_seq: 0,
-                to_seq: before - 1,
+                from_seq: 1,
+                to_seq: before,
                 text: text.clone(),
             };
             prepared.summary_section(&s, None)

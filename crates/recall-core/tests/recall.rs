@@ -68,7 +68,7 @@ fn placement_in_every_format() {
         let out = build_context(&c, &req).expect("builds");
         let r = out.stats.recalled.as_ref().expect("recall stats");
         assert!(
-            r.messages.iter().any(|m| m.seq == 0 && m.hit),
+            r.messages.iter().any(|m| m.seq == 1 && m.hit),
             "{format}: {r:?}"
         );
         insta::assert_snapshot!(format!("placement__{}", format.name()), snapshot_text(&out));
@@ -85,7 +85,7 @@ fn tenant_scope_in_memory_and_explicit_query() {
     let out = build_context(&c, &req).expect("builds");
     let r = out.stats.recalled.as_ref().expect("recall stats");
     assert_eq!(r.terms, ["tomatoes", "roots", "morning"]);
-    assert!(r.messages.iter().any(|m| m.seq == 5 && m.hit), "{r:?}");
+    assert!(r.messages.iter().any(|m| m.seq == 6 && m.hit), "{r:?}");
     insta::assert_snapshot!("tenant_query__transcript", snapshot_text(&out));
 }
 

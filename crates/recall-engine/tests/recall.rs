@@ -109,8 +109,8 @@ async fn context_recalls_the_fact_and_agrees_with_render() {
             assert_eq!(a[..i], b[..i], "{format}");
         }
 
-        // `recall render` over the same messages recalls the same seqs (in memory the seq
-        // of a message is its index + 1 here: stored seqs start at 1).
+        // `recall render` over the same messages recalls the same seqs (in memory a
+        // message's seq is its position counted from 1, as stored seqs are).
         let mem = build_context(&conv, &req).expect("render");
         let mem_seqs: Vec<i64> = mem
             .stats
@@ -118,7 +118,7 @@ async fn context_recalls_the_fact_and_agrees_with_render() {
             .expect("stats")
             .messages
             .iter()
-            .map(|m| m.seq + 1)
+            .map(|m| m.seq)
             .collect();
         let store_seqs: Vec<i64> = r.messages.iter().map(|m| m.seq).collect();
         assert!(
