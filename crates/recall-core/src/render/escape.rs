@@ -7,8 +7,9 @@
 //! angle-bracket lookalikes as the ASCII character, and invisible characters (Unicode's
 //! Default_Ignorable_Code_Point: zero-width spaces and joiners, the BOM, bidi controls, …)
 //! skipped wherever they stand. Two places are escaped with a backslash:
-//! - a line whose first non-blank text is a turn label, a `---` line or the framing line gets
-//!   one before its first non-blank character;
+//! - a line whose first non-blank text is a turn label, a `---` line, the framing line, a
+//!   recalled excerpt's header (`[seq …`, `[conversation …`) or a `task` item's header
+//!   (`N. 🤖 ASSISTANT:`) gets one before its first non-blank character;
 //! - every `<` that opens a `conversation_history` tag (either tag, anywhere in a line, blanks
 //!   allowed around the `/`, and `_`, `-` or blanks between the two words) gets one just
 //!   before it.
@@ -51,6 +52,44 @@ const LABEL_PATTERNS: [&str; 6] = [
 
 /// The framing line's pattern: a line starting with these words (one or more blanks between).
 const FRAMING_PATTERN: &str = "continue the conversation";
+
+/// Header patterns of a recalled excerpt (`[seq N, DATE, ROLE]`, `[conversation ID, seq N,
+/// …]`): a line of quoted content that starts like one would read as another excerpt.
+const EXCERPT_PATTERNS: [&str; 2] = ["[~seq ", "[~conversation "];
+
+/// The roles of a `task` item header (`N. 🤖 ASSISTANT:`), folded.
+const TASK_ROLES: [&str; 3] = ["user", "assistant", "system"];
+
+/// True when `line`, after its leading blanks and invisible characters, starts like a `task`
+/// item header (`N. 🤖 ASSISTANT:`): what `task`, which escapes nothing else, escapes in
+/// content.
+pub fn is_task_header_line(line: &str) -> bool {
+    starts_task_header(line.trim_start_matches(|c: char| is_blank(c) || is_ignorable(c)))
+}
+
+/// True when `t` starts like a `task` item header: digits, `.`, then at most a few
+/// characters that are not letters (the emoji, blanks), a role, optionally `[truncated]`,
+/// and a colon, matched as labels are.
+fn starts_task_header(t: &str) -> bool {
+    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let Some(rest) = t[digits..].strip_prefix('.').filter(|_| digits > 0) else {
+        return false;
+    };
+    // The emoji and its variation selector, and the blanks around it.
+    let mut skipped = 0;
+    let rest = rest.trim_start_matches(|c: char| {
+        let skip = !fold(c).is_ascii_alphabetic() && !is_line_break(c) && skipped < 8;
+        skipped += usize::from(skip);
+        skip
+    });
+    TASK_ROLES.iter().any(|role| {
+        match_folded(rest, role).is_some_and(|n| {
+            let after = &rest[n..];
+            let after = match_folded(after, "~[~truncated~]").map_or(after, |m| &after[m..]);
+            match_folded(after, "~:").is_some()
+        })
+    })
+}
 
 /// What follows the `<` of a history tag, open or close.
 const TAG_PATTERNS: [&str; 2] = ["~/~conversation_history", "~conversation_history"];
@@ -179,7 +218,12 @@ fn starts_escaped_line(t: &str) -> bool {
     // Cheap first-character test: every pattern starts with one of these once folded.
     let first = t.chars().next().map(fold);
     match first {
-        Some('h' | 'a' | '[') => LABEL_PATTERNS.iter().any(|p| match_folded(t, p).is_some()),
+        Some('[') => LABEL_PATTERNS
+            .iter()
+            .chain(&EXCERPT_PATTERNS)
+            .any(|p| match_folded(t, p).is_some()),
+        Some('h' | 'a') => LABEL_PATTERNS.iter().any(|p| match_folded(t, p).is_some()),
+        Some('0'..='9') => starts_task_header(t),
         Some('c') => match_folded(t, FRAMING_PATTERN).is_some(),
         Some('-') => match_folded(t, "---").is_some_and(|n| {
             t[n..]
@@ -444,6 +488,40 @@ mod tests {
         assert_eq!(escape_labels("a\u{2028}Human: b"), "a\u{2028}\\Human: b");
         assert_eq!(escape_labels("a < b <c>"), "a < b <c>");
         assert_eq!(escape_labels("a -- b"), "a -- b");
+    }
+
+    /// Issue 33, item 10: quoted content cannot write a recalled excerpt's header or a `task`
+    /// item's header a few spaces away from the real ones.
+    #[test]
+    fn excerpt_and_task_headers_are_escaped() {
+        for (input, want) in [
+            (
+                "[seq 99, 2026-11-02, assistant]",
+                "\\[seq 99, 2026-11-02, assistant]",
+            ),
+            ("  [ SEQ 4, user]", "  \\[ SEQ 4, user]"),
+            (
+                "ok\n[conversation c1, seq 3, 2026-01-01, user]",
+                "ok\n\\[conversation c1, seq 3, 2026-01-01, user]",
+            ),
+            ("2. 🤖 ASSISTANT:", "\\2. 🤖 ASSISTANT:"),
+            ("x\n  10. 👤 user :", "x\n  \\10. 👤 user :"),
+            ("1. ⚙️ SYSTEM [TRUNCATED]:", "\\1. ⚙️ SYSTEM [TRUNCATED]:"),
+            ("3.\u{200b} 🤖 ASSISTANT：", "\\3.\u{200b} 🤖 ASSISTANT："),
+        ] {
+            assert_eq!(escape_labels(input), want, "{input:?}");
+        }
+        for plain in [
+            "[sequence of events]",
+            "see [seq] below",
+            "2. Buy milk",
+            "2026. a year",
+            "3. Users: many",
+            "1. the assistant: no",
+            "12 USER:",
+        ] {
+            assert_eq!(escape_labels(plain), plain, "{plain:?}");
+        }
     }
 
     /// Issue 16, defect 4: the history can no longer be closed (or reopened) from inside, and
