@@ -83,6 +83,35 @@ pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// The length of `s` as a JSON string literal ([`push_json_str`]'s output, quotes included),
+/// counted without writing it: a control character takes six bytes there (`\u0001`), so a
+/// text's UTF-8 length understates what an answer carrying it weighs.
+///
+/// ```
+/// use recall_core::json_text::{json_str_len, push_json_str};
+/// for s in ["", "plain", "a\nb\"c\\", "\u{1}\u{1f}é"] {
+///     let mut out = Vec::new();
+///     push_json_str(&mut out, s);
+///     assert_eq!(json_str_len(s), out.len());
+/// }
+/// ```
+pub fn json_str_len(s: &str) -> usize {
+    let bytes = s.as_bytes();
+    let mut len = bytes.len() + 2;
+    let mut i = 0;
+    loop {
+        i = skip_plain(bytes, i);
+        let Some(&b) = bytes.get(i) else { break };
+        len += match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        };
+        i += 1;
+    }
+    len
+}
+
 /// The string a JSON string literal (the whole of `literal`, quotes included) stands for, or
 /// `None` when `literal` is not exactly one valid JSON string: everything serde_json refuses,
 /// and also whitespace around the literal, which serde_json skips.
@@ -220,6 +249,7 @@ mod tests {
             push_json_str(&mut out, &s);
             let lit = String::from_utf8(out).unwrap();
             prop_assert_eq!(&lit, &serde_literal(&s));
+            prop_assert_eq!(json_str_len(&s), lit.len());
             prop_assert_eq!(read_json_str(&lit), Some(s));
         }
 

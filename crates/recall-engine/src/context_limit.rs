@@ -199,11 +199,13 @@ impl Engine {
     }
 }
 
-/// The size of a prompt as an answer carries it: a text prompt's bytes (before JSON
-/// escaping), a JSON prompt's compact serialisation, counted without building it.
+/// The size of a prompt as an answer carries it: a text prompt as a JSON string (escaped: a
+/// control character weighs six bytes there, so a limit on the UTF-8 length let an answer
+/// reach six times the limit), a JSON prompt's compact serialisation; counted without
+/// building either.
 pub fn prompt_bytes(prompt: &Prompt) -> usize {
     match prompt {
-        Prompt::Text(s) => s.len(),
+        Prompt::Text(s) => recall_core::json_text::json_str_len(s),
         Prompt::Json(v) => {
             let mut counter = ByteCounter(0);
             // Writing to a counter cannot fail, and a `Value` always serialises.

@@ -190,6 +190,28 @@ async fn context_over_the_limit_is_413(b: Backend) {
             r.message()
         );
     }
+    // The limit counts what the answer carries: a control character is six bytes of JSON
+    // (4 × 3,000 of them: 12 kB of UTF-8, 72 kB in the answer).
+    let id2 = s.new_conversation(k, json!({})).await;
+    let ctl: Vec<Value> = (0..4)
+        .map(|i| {
+            json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
+            "content": format!("{i} {}", "\u{1}".repeat(3000))})
+        })
+        .collect();
+    let r = s
+        .post(
+            &format!("/v1/conversations/{id2}/messages"),
+            k,
+            json!({ "messages": ctl }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let r = s
+        .post(&format!("/v1/conversations/{id2}/context"), k, json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
+    assert!(r.message().contains("max_context_bytes"), "{}", r.message());
     // Under the limit: the context as before.
     let r = s.post(&path, k, json!({"max_turns": 1})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
