@@ -44,6 +44,11 @@ pub struct GatewayRequest {
     pub body: Value,
     /// The policy of a conversation the gateway creates.
     pub new_policy: PolicyOverrides,
+    /// The largest context forwarded, as the context route bounds its answers
+    /// ([`Engine::context_within`]): over it the request is refused with
+    /// [`EngineError::ContextTooLarge`] and nothing is forwarded (the new messages stay
+    /// stored, as when the provider fails; the same request again stores nothing twice).
+    pub max_context_bytes: Option<usize>,
 }
 
 /// How the request's history was taken.
@@ -135,20 +140,13 @@ impl Engine {
         let provider = req.provider;
         let mut incoming =
             split_request(provider, req.body).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        for (i, v) in incoming.messages.iter().enumerate() {
-            let size = v.get("content").map_or(0, crate::json_len);
-            if size > self.limits.max_message_bytes {
-                return Err(EngineError::TooLarge {
-                    what: format!("messages[{i}]"),
-                    size,
-                    limit: self.limits.max_message_bytes,
-                });
-            }
-        }
         let parsed = conversation_from_value(
             Value::Array(std::mem::take(&mut incoming.messages)),
             &ParseOptions::strict(),
         )?;
+        for m in &parsed.messages {
+            self.check_size(&m.message, || format!("messages[{}]", m.index))?;
+        }
         let messages: Vec<Message> = parsed.messages.into_iter().map(|m| m.message).collect();
 
         let named = match req.conversation.as_deref().map(str::trim) {
@@ -239,9 +237,14 @@ impl Engine {
             self.vectors_behind(tenant, &conv.id);
         }
 
-        let context = self
-            .context_of(tenant, &conv, &ContextRequest::new(provider.format()))
-            .await?;
+        let req_context = ContextRequest::new(provider.format());
+        let context = match req.max_context_bytes {
+            Some(limit) => {
+                self.context_within(tenant, &conv.id, &req_context, Some(limit))
+                    .await?
+            }
+            None => self.context_of(tenant, &conv, &req_context).await?,
+        };
         let Prompt::Json(rendered) = context.prompt else {
             return Err(EngineError::Invalid(
                 "the conversation's context is not in the provider's format".into(),
@@ -297,7 +300,8 @@ impl Engine {
     /// after that interval: a quick reply is written once), then
     /// `complete` (before the client gets the bytes that end it), or `partial` when the
     /// provider's stream breaks or the client goes away (`sink` closed). An error status
-    /// passes through and stores nothing. Run it to completion in a task of its own.
+    /// passes through with its error type, its message masked ([`Upstream::error_body`]),
+    /// and stores nothing. Run it to completion in a task of its own.
     pub async fn gateway_forward(
         &self,
         tenant: &str,
@@ -325,13 +329,6 @@ impl Engine {
         };
         let head = started.elapsed();
         let status = resp.status;
-        let client_gone = sink
-            .send(GatewayEvent::Head {
-                status,
-                headers: resp.headers.clone(),
-            })
-            .await
-            .is_err();
         let mut outcome = GatewayOutcome {
             status: Some(status),
             reply_seq: None,
@@ -342,14 +339,43 @@ impl Engine {
         };
         let mut body = resp.body;
         if !(200..300).contains(&status) {
-            // The provider's error, passed through as it is; nothing of a reply to store.
+            // The provider's error: its status and error type pass through, its message only
+            // with every credential masked (a provider may echo the operator's key); nothing
+            // of a reply to store.
+            let mut read = Vec::new();
             while let Some(Ok(chunk)) = body.next().await {
-                if sink.send(GatewayEvent::Chunk(chunk)).await.is_err() {
+                let room = recall_llm::proxy::MAX_ERROR_BODY_BYTES.saturating_sub(read.len());
+                read.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if room <= chunk.len() {
                     break;
                 }
             }
+            let mut headers: Vec<(HeaderName, HeaderValue)> = resp
+                .headers
+                .into_iter()
+                .filter(|(n, _)| n.as_str() != "content-type")
+                .collect();
+            headers.push((
+                HeaderName::from_static("content-type"),
+                HeaderValue::from_static("application/json"),
+            ));
+            if sink
+                .send(GatewayEvent::Head { status, headers })
+                .await
+                .is_ok()
+            {
+                let masked = upstream.error_body(status, &read);
+                let _ = sink.send(GatewayEvent::Chunk(Bytes::from(masked))).await;
+            }
             return Ok(outcome);
         }
+        let client_gone = sink
+            .send(GatewayEvent::Head {
+                status,
+                headers: resp.headers.clone(),
+            })
+            .await
+            .is_err();
 
         let mut saver = ReplySaver::named(
             self,
@@ -360,9 +386,13 @@ impl Engine {
         )
         .deferred();
         let mut assembler = Assembler::new();
+        let cap = self.limits.max_message_bytes;
         if call.stream {
             let mut tap = ReplyTap::new(call.provider);
             let mut gone = client_gone;
+            // Content bytes of the reply so far: past `max_message_bytes` the reply is cut
+            // at the last chunk that fits, which is what the client got and what is stored.
+            let mut size = 0usize;
             while !gone {
                 let (events, chunk) = match body.next().await {
                     None => (tap.finish(), None),
@@ -372,6 +402,41 @@ impl Engine {
                     }
                     Some(Ok(chunk)) => (tap.feed(&chunk), Some(chunk)),
                 };
+                let added: usize = events.iter().map(BackendEvent::content_bytes).sum();
+                // A chunk the tap cannot read (a malformed event) or one that would take the
+                // reply past `max_message_bytes` is not passed on, nor is any of its content
+                // stored: the client is told why in the provider's stream format, and what
+                // it got before is what is stored, as partial.
+                let malformed = chunk.is_some().then(|| {
+                    events.iter().find_map(|e| match e {
+                        BackendEvent::Error(e) => Some(e.clone()),
+                        _ => None,
+                    })
+                });
+                let stop = match malformed.flatten() {
+                    Some(e) => Some(BackendError::protocol(format!(
+                        "the provider's stream could not be read ({e}): recall stored the \
+                         reply up to there, as partial, and stopped passing it on"
+                    ))),
+                    None if size + added > cap => Some(BackendError::protocol(format!(
+                        "the reply is over max_message_bytes ({cap} bytes): recall stored it \
+                         up to there, as partial, and stopped reading it"
+                    ))),
+                    None => None,
+                };
+                if let Some(why) = stop {
+                    let _ = sink
+                        .send(GatewayEvent::Chunk(Bytes::from(
+                            upstream.stream_error(&why.to_string()),
+                        )))
+                        .await;
+                    tap.fail_with(why.clone());
+                    assembler.push(&BackendEvent::Error(why));
+                    self.save_reply(&mut saver, &mut assembler, &mut outcome)
+                        .await?;
+                    break;
+                }
+                size += added;
                 for ev in &events {
                     assembler.push(ev);
                 }
@@ -433,10 +498,23 @@ impl Engine {
                     }
                 }
             }
-            let events = match broken {
+            let mut events = match broken {
                 Some(e) => vec![BackendEvent::Error(e)],
                 None => ReplyTap::whole(call.provider, &whole),
             };
+            // Past `max_message_bytes`, what fits is stored as partial and the client's body
+            // breaks off (it got no whole reply either).
+            let mut size = 0usize;
+            if let Some(over) = events.iter().position(|ev| {
+                size += ev.content_bytes();
+                size > cap
+            }) {
+                events.truncate(over);
+                events.push(BackendEvent::Error(BackendError::protocol(format!(
+                    "the reply is over max_message_bytes ({cap} bytes): recall stored it up \
+                     to there, as partial"
+                ))));
+            }
             for ev in &events {
                 assembler.push(ev);
             }

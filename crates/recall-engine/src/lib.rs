@@ -167,16 +167,29 @@ impl Engine {
 
     /// Checks one message (always strict, docs/FORMATS.md §3) and its size.
     pub fn validate_message(&self, value: Value, index: usize) -> Result<Message, EngineError> {
-        let size = value.get("content").map_or(0, json_len);
+        let m = parse_message_value(value, index, "messages")
+            .map_err(|e| EngineError::Invalid(e.to_string()))?;
+        self.check_size(&m, || format!("message {index}"))?;
+        Ok(m)
+    }
+
+    /// The one size rule of every route: a message's content as it would be stored — text,
+    /// every block, a tool call's arguments, a tool result — at most `max_message_bytes`
+    /// ([`message_bytes`]). `what` names the message in the error.
+    pub(crate) fn check_size(
+        &self,
+        m: &Message,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), EngineError> {
+        let size = message_bytes(m);
         if size > self.limits.max_message_bytes {
             return Err(EngineError::TooLarge {
-                what: format!("message {index}"),
+                what: what(),
                 size,
                 limit: self.limits.max_message_bytes,
             });
         }
-        parse_message_value(value, index, "messages")
-            .map_err(|e| EngineError::Invalid(e.to_string()))
+        Ok(())
     }
 
     /// Appends one message given as JSON (Anthropic- or OpenAI-shaped). Strict: an invalid or
@@ -220,20 +233,13 @@ impl Engine {
                 self.limits.max_messages_per_append
             )));
         }
-        for (i, v) in values.iter().enumerate() {
-            let size = v.get("content").map_or(0, json_len);
-            if size > self.limits.max_message_bytes {
-                return Err(EngineError::TooLarge {
-                    what: format!("messages[{i}]"),
-                    size,
-                    limit: self.limits.max_message_bytes,
-                });
-            }
-        }
         let conv = recall_core::parse::conversation_from_value(
             Value::Array(values),
             &recall_core::parse::ParseOptions::strict(),
         )?;
+        for m in &conv.messages {
+            self.check_size(&m.message, || format!("messages[{}]", m.index))?;
+        }
         // An entry of the request per message (OpenAI tool messages in a row merge into one).
         let entries: Vec<usize> = conv.messages.iter().map(|m| m.index).collect();
         let messages: Vec<NewMessage> = conv
@@ -271,6 +277,13 @@ impl Engine {
 /// The format and policy of `req` over the conversation's stored policy.
 pub fn resolve(conv: &Conversation, req: &ContextRequest) -> Result<Resolved, EngineError> {
     Ok(req.resolve(conv.policy.as_ref())?)
+}
+
+/// A message's size for `max_message_bytes`: its content in the stored form — a text's UTF-8
+/// bytes, or the JSON of its blocks (an OpenAI `tool_calls` is `tool_use` blocks by then, so
+/// its arguments count like any other part).
+pub fn message_bytes(m: &Message) -> usize {
+    m.to_json().get("content").map_or(0, json_len)
 }
 
 pub(crate) fn json_len(v: &Value) -> usize {

@@ -64,18 +64,7 @@ impl Engine {
             }));
         }
         for im in &conv.messages {
-            let size = im
-                .message
-                .to_json()
-                .get("content")
-                .map_or(0, |c| c.to_string().len());
-            if size > self.limits.max_message_bytes {
-                return Err(EngineError::TooLarge {
-                    what: format!("messages[{}]", im.index),
-                    size,
-                    limit: self.limits.max_message_bytes,
-                });
-            }
+            self.check_size(&im.message, || format!("messages[{}]", im.index))?;
         }
         // The input entry of each message, for a conflict's position.
         let entries: Vec<usize> = conv.messages.iter().map(|m| m.index).collect();

@@ -196,16 +196,93 @@ const MIN_SECRET_LEN: usize = 8;
 /// Removes `secret` from `text` (every occurrence becomes `[redacted]`) and shortens the text
 /// to a few hundred characters. Every provider or CLI message goes through this before it is
 /// put in an error, so that an echoed API key never reaches a log or a user.
+///
+/// Anything else that looks like a credential is masked as well ([`mask_credentials`]): a
+/// provider may echo a key recall does not know (a client's, a proxy's).
 pub fn redact(text: &str, secret: Option<&str>) -> String {
-    let mut out = match secret {
+    let out = match secret {
         Some(s) if s.len() >= MIN_SECRET_LEN => text.replace(s, "[redacted]"),
         _ => text.to_string(),
     };
-    out = out.trim().to_string();
+    let mut out = mask_credentials(&out).trim().to_string();
     if out.chars().count() > MAX_DETAIL_CHARS {
         let cut: String = out.chars().take(MAX_DETAIL_CHARS).collect();
         out = format!("{cut}…");
     }
+    out
+}
+
+/// Prefixes of the API keys and tokens providers and platforms issue (OpenAI, Anthropic,
+/// xAI, Groq, Google, GitHub, GitLab, Hugging Face, Slack, AWS access keys).
+const KEY_PREFIXES: [&str; 14] = [
+    "sk-",
+    "sk_",
+    "rk_",
+    "sess-",
+    "xai-",
+    "gsk_",
+    "AIza",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "glpat-",
+    "hf_",
+    "xox",
+    "AKIA",
+];
+
+/// A token with a known key prefix is a credential from this length on.
+const MIN_PREFIXED_LEN: usize = 12;
+
+/// A token of letters and digits mixed is taken for a credential from this length on
+/// (request ids and hashes are masked too: they do not help a client's user either).
+const MIN_OPAQUE_LEN: usize = 32;
+
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-' || c == '_'
+}
+
+/// `text` with every token that looks like a credential replaced by `[redacted]`: a token
+/// (a run of ASCII letters, digits, `-` and `_`) with a known key prefix and at least 12
+/// characters, one of at least 32 mixing letters and digits, and the token after `Bearer `.
+/// Used on every provider message recall passes on ([`redact`]), so a key a provider echoes
+/// never reaches a client, a log or an error.
+///
+/// ```
+/// use recall_llm::error::mask_credentials;
+/// assert_eq!(
+///     mask_credentials("Incorrect API key provided: sk-proj-abc123def456. Bearer tok_12345678"),
+///     "Incorrect API key provided: [redacted]. Bearer [redacted]"
+/// );
+/// assert_eq!(mask_credentials("max_tokens: 100000 is too many"), "max_tokens: 100000 is too many");
+/// ```
+pub fn mask_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut after_bearer = false;
+    while let Some(start) = rest.find(is_token_char) {
+        out.push_str(&rest[..start]);
+        let token_len = rest[start..]
+            .find(|c: char| !is_token_char(c))
+            .unwrap_or(rest.len() - start);
+        let token = &rest[start..start + token_len];
+        let prefixed =
+            token.len() >= MIN_PREFIXED_LEN && KEY_PREFIXES.iter().any(|p| token.starts_with(p));
+        let opaque = token.len() >= MIN_OPAQUE_LEN
+            && token.bytes().any(|b| b.is_ascii_digit())
+            && token.bytes().any(|b| b.is_ascii_alphabetic());
+        // `[redacted]` itself (a known key already replaced) is left as it is.
+        let bearer = after_bearer && token.len() >= MIN_SECRET_LEN && token != "redacted";
+        if prefixed || opaque || bearer {
+            out.push_str("[redacted]");
+        } else {
+            out.push_str(token);
+        }
+        after_bearer =
+            token.eq_ignore_ascii_case("bearer") && rest[start + token_len..].starts_with(' ');
+        rest = &rest[start + token_len..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -234,6 +311,42 @@ mod tests {
         assert_eq!(s, "bad key [redacted] ([redacted])");
         assert_eq!(redact("x", Some("")), "x");
         assert_eq!(redact("chunk", Some("k")), "chunk");
+    }
+
+    #[test]
+    fn keys_recall_does_not_know_are_masked_too() {
+        for key in [
+            "sk-ant-api03-AbCdEf0123456789",
+            "sk-proj-0123456789abcdef",
+            "xai-0123456789abcdefghij",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_0123456789abcdefABCDEF",
+            "0f8e2a6c9b1d4e7f0a3c5e8b2d4f6a8c0e2a4c6e",
+        ] {
+            let s = redact(&format!("invalid key \"{key}\"; check it"), None);
+            assert_eq!(s, "invalid key \"[redacted]\"; check it", "{key}");
+        }
+        assert_eq!(
+            redact("Authorization: Bearer abcdefgh12", None),
+            "Authorization: Bearer [redacted]"
+        );
+        assert_eq!(
+            redact(
+                "Bearer sk-known-12345678 and Bearer sk-known-12345678",
+                Some("sk-known-12345678")
+            ),
+            "Bearer [redacted] and Bearer [redacted]"
+        );
+        // Ordinary words, numbers, names and short ids stay.
+        for plain in [
+            "model claude-3-5-sonnet-20241022 not found",
+            "max_tokens: 100000 > 8192, the model's limit",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            "sk- is how keys start",
+            "a risky_identifier_that_is_long_but_has_no_digits_at_all here",
+        ] {
+            assert_eq!(redact(plain, None), plain);
+        }
     }
 
     #[test]

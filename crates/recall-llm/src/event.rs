@@ -92,6 +92,26 @@ impl BackendEvent {
         matches!(self, BackendEvent::Done { .. } | BackendEvent::Error(_))
     }
 
+    /// The bytes of reply content this event adds (text, thinking, a tool call's id, name and
+    /// arguments, a tool result): what a reply's size cap counts.
+    pub fn content_bytes(&self) -> usize {
+        match self {
+            BackendEvent::TextDelta(s)
+            | BackendEvent::ThinkingDelta(s)
+            | BackendEvent::ThinkingSignature(s)
+            | BackendEvent::RedactedThinking(s) => s.len(),
+            BackendEvent::ToolUse { id, name, input } => {
+                id.len() + name.len() + input.to_string().len()
+            }
+            BackendEvent::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } => tool_use_id.len() + content.len(),
+            BackendEvent::Usage(_) | BackendEvent::Done { .. } | BackendEvent::Error(_) => 0,
+        }
+    }
+
     /// True for events that carry reply content (text, thinking, tool calls and results):
     /// once one has been sent, output has started and a failed request must not be retried.
     pub fn is_output(&self) -> bool {

@@ -14,11 +14,14 @@ pub use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use crate::anthropic::{AnthropicDecoder, ANTHROPIC_VERSION};
-use crate::error::{BackendError, BackendErrorKind};
+use crate::error::{redact, BackendError, BackendErrorKind};
 use crate::event::BackendEvent;
 use crate::http::{self, Flow, HttpConfig, SseDecoder, Timeouts};
 use crate::openai::{chat_path, OpenAiDecoder};
 use crate::sse::{SseEvent, SseParser};
+
+/// The most bytes of a provider's error answer read ([`Upstream::error_body`]).
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// A provider the gateway forwards to: its URL, key and time limits.
 #[derive(Debug, Clone)]
@@ -30,9 +33,10 @@ pub struct Upstream {
     timeouts: Timeouts,
 }
 
-/// The request headers a client's SDK sends that the provider must see as well. Everything
-/// else (the client's key above all: it is recall's key) stays at recall.
-const FORWARDED_REQUEST_HEADERS: [&str; 2] = ["anthropic-version", "anthropic-beta"];
+/// The request headers an Anthropic SDK sends that the provider must see as well. Everything
+/// else (the client's key above all: it is recall's key) stays at recall, and an OpenAI
+/// upstream gets none of them (another provider's headers are not its business).
+const FORWARDED_ANTHROPIC_HEADERS: [&str; 2] = ["anthropic-version", "anthropic-beta"];
 
 /// Whether a provider's response header goes back to the client: the content type, the
 /// provider's request id, `retry-after` and the rate-limit headers SDKs read.
@@ -147,6 +151,90 @@ impl Upstream {
         })
     }
 
+    /// A provider's error answer, rewritten for the client: the provider's error type (and
+    /// OpenAI's `param` and `code`) kept, its message passed through [`redact`] (this
+    /// upstream's key and anything else that looks like a credential masked, a few hundred
+    /// characters at most), in the provider's JSON shape. A body that is not the provider's
+    /// error JSON becomes one, typed by `status`. The bytes read are at most
+    /// [`MAX_ERROR_BODY_BYTES`].
+    pub fn error_body(&self, status: u16, body: &[u8]) -> Vec<u8> {
+        let secret = self.api_key.as_ref().map(|k| k.expose().to_string());
+        let mask = |s: &str| redact(s, secret.as_deref());
+        let parsed: Option<Value> = serde_json::from_slice(body).ok();
+        let error = parsed.as_ref().and_then(|v| v.get("error"));
+        let text = |key: &str| error.and_then(|e| e.get(key)).and_then(Value::as_str);
+        let message = match text("message") {
+            Some(m) => mask(m),
+            None => {
+                let raw = String::from_utf8_lossy(&body[..body.len().min(MAX_ERROR_BODY_BYTES)]);
+                let m = mask(&raw);
+                if m.is_empty() {
+                    format!("the provider answered {status}")
+                } else {
+                    m
+                }
+            }
+        };
+        // A type or code is a short identifier; anything else is not passed on.
+        let ident = |key: &str| {
+            text(key)
+                .filter(|t| {
+                    t.len() <= 64 && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+                .map(str::to_string)
+        };
+        let out = match self.provider {
+            Provider::Anthropic => {
+                let kind = ident("type").unwrap_or_else(|| {
+                    match status {
+                        400 | 409 | 413 | 415 | 422 => "invalid_request_error",
+                        401 => "authentication_error",
+                        403 => "permission_error",
+                        404 => "not_found_error",
+                        429 => "rate_limit_error",
+                        529 => "overloaded_error",
+                        _ => "api_error",
+                    }
+                    .to_string()
+                });
+                json!({"type": "error", "error": {"type": kind, "message": message}})
+            }
+            Provider::OpenAi => {
+                let kind = ident("type").unwrap_or_else(|| {
+                    match status {
+                        401 => "authentication_error",
+                        404 => "not_found_error",
+                        429 => "rate_limit_exceeded",
+                        s if s >= 500 => "server_error",
+                        _ => "invalid_request_error",
+                    }
+                    .to_string()
+                });
+                let param = text("param").map(mask);
+                json!({"error": {"message": message, "type": kind, "param": param, "code": ident("code")}})
+            }
+        };
+        serde_json::to_vec(&out).unwrap_or_default()
+    }
+
+    /// An error event in the provider's stream format, ending a streamed reply recall cut
+    /// short (the SDKs raise it as an API error with `message`): Anthropic's `event: error`,
+    /// OpenAI's `data: {"error": …}`.
+    pub fn stream_error(&self, message: &str) -> Vec<u8> {
+        match self.provider {
+            Provider::Anthropic => format!(
+                "event: error\ndata: {}\n\n",
+                json!({"type": "error", "error": {"type": "api_error", "message": message}})
+            ),
+            Provider::OpenAi => format!(
+                "data: {}\n\n",
+                json!({"error": {"message": message, "type": "server_error", "param": null,
+                    "code": "reply_too_large"}})
+            ),
+        }
+        .into_bytes()
+    }
+
     fn headers(&self, client: &HeaderMap, stream: bool) -> Result<HeaderMap, BackendError> {
         let (name, prefix) = match self.provider {
             Provider::Anthropic => ("x-api-key", ""),
@@ -164,10 +252,10 @@ impl Upstream {
                 "anthropic-version",
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             );
-        }
-        for name in FORWARDED_REQUEST_HEADERS {
-            if let Some(v) = client.get(name) {
-                h.insert(name, v.clone());
+            for name in FORWARDED_ANTHROPIC_HEADERS {
+                if let Some(v) = client.get(name) {
+                    h.insert(name, v.clone());
+                }
             }
         }
         Ok(h)
@@ -372,6 +460,90 @@ mod tests {
             a.push(ev);
         }
         a.finish()
+    }
+
+    #[test]
+    fn anthropic_headers_reach_only_an_anthropic_upstream() {
+        let mut client = HeaderMap::new();
+        client.insert("anthropic-beta", HeaderValue::from_static("prompt-caching"));
+        client.insert(
+            "x-api-key",
+            HeaderValue::from_static("the-client's-recall-key"),
+        );
+        let config = |base: &str, c: HttpConfig| HttpConfig {
+            base_url: base.into(),
+            ..c
+        };
+        let anthropic = Upstream::new(
+            Provider::Anthropic,
+            &config("http://127.0.0.1:9", HttpConfig::anthropic()).with_key("sk-operator-key"),
+        )
+        .unwrap();
+        let h = anthropic.headers(&client, true).unwrap();
+        assert_eq!(h.get("anthropic-beta").unwrap(), "prompt-caching");
+        assert_eq!(h.get("x-api-key").unwrap(), "sk-operator-key");
+        let openai = Upstream::new(
+            Provider::OpenAi,
+            &config("http://127.0.0.1:9/v1", HttpConfig::openai()),
+        )
+        .unwrap();
+        let h = openai.headers(&client, true).unwrap();
+        for name in ["anthropic-beta", "anthropic-version", "x-api-key"] {
+            assert!(
+                h.get(name).is_none(),
+                "{name} sent to an OpenAI upstream: {h:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_answers_keep_their_type_and_lose_every_key() {
+        let anthropic = Upstream::new(
+            Provider::Anthropic,
+            &HttpConfig {
+                base_url: "http://127.0.0.1:9".into(),
+                ..HttpConfig::anthropic()
+            }
+            .with_key("sk-operator-0123456789"),
+        )
+        .unwrap();
+        let body = br#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-operator-0123456789 (also sk-ant-other-999999999)"}}"#;
+        let out: Value = serde_json::from_slice(&anthropic.error_body(401, body)).unwrap();
+        assert_eq!(
+            out,
+            json!({"type": "error", "error": {"type": "authentication_error",
+                "message": "invalid x-api-key [redacted] (also [redacted])"}})
+        );
+        // Not the provider's JSON: typed by the status, the text masked.
+        let out: Value = serde_json::from_slice(
+            &anthropic.error_body(502, b"<html>bad gateway Bearer abcdefgh123</html>"),
+        )
+        .unwrap();
+        assert_eq!(out["error"]["type"], "api_error");
+        assert_eq!(
+            out["error"]["message"],
+            "<html>bad gateway Bearer [redacted]</html>"
+        );
+
+        let openai = Upstream::new(
+            Provider::OpenAi,
+            &HttpConfig {
+                base_url: "http://127.0.0.1:9/v1".into(),
+                ..HttpConfig::openai()
+            }
+            .with_key("sk-proj-operator-0123456789"),
+        )
+        .unwrap();
+        let body = br#"{"error":{"message":"Incorrect API key provided: sk-proj-operator-0123456789.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
+        let out: Value = serde_json::from_slice(&openai.error_body(401, body)).unwrap();
+        assert_eq!(
+            out,
+            json!({"error": {"message": "Incorrect API key provided: [redacted].",
+                "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}})
+        );
+        let out: Value = serde_json::from_slice(&openai.error_body(503, b"")).unwrap();
+        assert_eq!(out["error"]["type"], "server_error");
+        assert_eq!(out["error"]["message"], "the provider answered 503");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! drive the same routes in recall-cli's `gateway_sdk` test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
@@ -389,3 +390,406 @@ async fn breakpoints_keep_the_cache_reading_on_a_long_conversation() {
         "{metrics}"
     );
 }
+
+// ---- What a hostile review broke (issue 33): provider errors, sizes, headers ----
+
+const ANTHROPIC_KEY: &str = "sk-ant-operator-0123456789abcdef";
+const OPENAI_KEY: &str = "sk-proj-operator-0123456789abcdef";
+
+/// A server on `backend` with `limits`, whose gateway forwards both providers to `handler`
+/// with the operator's keys above.
+async fn gateway_to(
+    backend: common::Backend,
+    handler: recall_testkit::Handler,
+    limits: recall_server::HttpLimits,
+) -> Option<(Server, recall_testkit::FakeServer)> {
+    let fake = recall_testkit::FakeServer::start(handler).await;
+    let base = fake.base_url();
+    let server = server_with(backend, move |c| {
+        c.limits = limits;
+        let anthropic = HttpConfig {
+            base_url: base.clone(),
+            ..HttpConfig::anthropic()
+        }
+        .with_key(ANTHROPIC_KEY);
+        let openai = HttpConfig {
+            base_url: format!("{base}/v1"),
+            ..HttpConfig::openai()
+        }
+        .with_key(OPENAI_KEY);
+        c.gateway.anthropic = Some(Arc::new(
+            Upstream::new(Provider::Anthropic, &anthropic).unwrap(),
+        ));
+        c.gateway.openai = Some(Arc::new(Upstream::new(Provider::OpenAi, &openai).unwrap()));
+    })
+    .await?;
+    Some((server, fake))
+}
+
+fn message_cap(bytes: usize) -> recall_server::HttpLimits {
+    recall_server::HttpLimits {
+        max_message_bytes: bytes,
+        ..Default::default()
+    }
+}
+
+async fn openai_call(s: &Server, conv: Option<&str>, body: Value) -> Answer {
+    let mut req = s
+        .client
+        .post(format!("{}/openai/v1/chat/completions", s.base))
+        .bearer_auth(&s.key_a)
+        .header("anthropic-beta", "prompt-caching-2024-07-31")
+        .json(&body);
+    if let Some(c) = conv {
+        req = req.header("x-recall-conversation", c);
+    }
+    let res = req.send().await.unwrap();
+    let h = |n: &str| {
+        res.headers()
+            .get(n)
+            .map(|v| v.to_str().unwrap().to_string())
+    };
+    let (conversation, mode) = (h("x-recall-conversation"), h("x-recall-mode"));
+    let status = res.status().as_u16();
+    let body = res.text().await.unwrap_or_default();
+    Answer {
+        status,
+        conversation,
+        mode,
+        body,
+    }
+}
+
+/// An upstream 401 that echoes the key it was sent (some providers and proxies do) reaches
+/// the client with its status and error type, and without the operator's key, on both
+/// routes; the OpenAI upstream never sees Anthropic's headers.
+#[tokio::test]
+async fn provider_errors_keep_their_type_and_never_carry_a_key() {
+    let handler: recall_testkit::Handler = Arc::new(|req, _| {
+        if req.path.ends_with("/chat/completions") {
+            let key = req.header("authorization").unwrap_or("").to_string();
+            recall_testkit::Reply::json(
+                401,
+                json!({"error": {"message": format!("Incorrect API key provided: {key}. Also tried sk-proj-another-99999999999"),
+                    "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}),
+            )
+        } else {
+            let key = req.header("x-api-key").unwrap_or("").to_string();
+            recall_testkit::Reply::json(
+                401,
+                json!({"type": "error", "error": {"type": "authentication_error",
+                    "message": format!("invalid x-api-key {key}")}}),
+            )
+        }
+    });
+    let (s, fake) = gateway_to(common::Backend::Sqlite, handler, Default::default())
+        .await
+        .unwrap();
+    let user = json!([{"role": "user", "content": "hello"}]);
+    let a = anthropic(
+        &s,
+        None,
+        json!({"model": "m", "max_tokens": 5, "messages": user}),
+    )
+    .await;
+    assert_eq!(a.status, 401, "{}", a.body);
+    assert!(!a.body.contains("0123456789abcdef"), "{}", a.body);
+    assert_eq!(
+        a.json(),
+        json!({"type": "error", "error": {"type": "authentication_error",
+            "message": "invalid x-api-key [redacted]"}})
+    );
+    for stream in [false, true] {
+        let o = openai_call(
+            &s,
+            None,
+            json!({"model": "m", "stream": stream, "messages": user}),
+        )
+        .await;
+        assert_eq!(o.status, 401, "{}", o.body);
+        assert!(!o.body.contains("0123456789abcdef"), "{}", o.body);
+        assert!(!o.body.contains("99999999999"), "{}", o.body);
+        let e = &o.json()["error"];
+        assert_eq!(e["type"], "invalid_request_error");
+        assert_eq!(e["code"], "invalid_api_key");
+        assert_eq!(
+            e["message"],
+            "Incorrect API key provided: Bearer [redacted]. Also tried [redacted]"
+        );
+    }
+    let last = fake.last_request().unwrap();
+    assert!(last.path.ends_with("/chat/completions"));
+    assert_eq!(last.header("anthropic-beta"), None, "{:?}", last.headers);
+}
+
+/// An assistant's `tool_calls` is part of its message: over `max_message_bytes` it is a 413
+/// in the provider's shape on the OpenAI route, as its content would be, and on `/v1` and
+/// the Anthropic route alike; nothing is created, stored or forwarded.
+async fn tool_calls_count_toward_the_message_size(backend: common::Backend) {
+    let handler: recall_testkit::Handler = Arc::new(|_, _| {
+        recall_testkit::Reply::json(500, json!({"error": {"message": "unreached"}}))
+    });
+    let Some((s, fake)) = gateway_to(backend, handler, message_cap(64 * 1024)).await else {
+        return;
+    };
+    let args = json!({"text": "x".repeat(100 * 1024)}).to_string();
+    let history = json!([
+        {"role": "user", "content": "Save this."},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "save", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "saved"},
+        {"role": "user", "content": "Thanks?"}
+    ]);
+    let o = openai_call(&s, None, json!({"model": "m", "messages": history})).await;
+    assert_eq!(o.status, 413, "{}", o.body);
+    let msg = o.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("messages[1]"), "{msg}");
+    assert!(o.conversation.is_none(), "nothing created");
+    // The same messages through /v1.
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    let res = s
+        .post(
+            &format!("/v1/conversations/{id}/messages"),
+            &s.key_a,
+            json!({"messages": history}),
+        )
+        .await;
+    assert_eq!(res.status.as_u16(), 413, "{}", res.text);
+    assert!(res.message().contains("messages[1]"), "{}", res.message());
+    // Anthropic's tool_use input, on its route.
+    let a = anthropic(
+        &s,
+        None,
+        json!({"model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": "Save this."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "save",
+                "input": {"text": "x".repeat(100 * 1024)}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}
+        ]}),
+    )
+    .await;
+    assert_eq!(a.status, 413, "{}", a.body);
+    assert_eq!(a.json()["error"]["type"], "request_too_large");
+    assert!(s.stored(TENANT_A, &id).await.is_empty());
+    let convs = s.get("/v1/conversations", &s.key_a).await;
+    assert_eq!(
+        convs.json["data"].as_array().map(Vec::len),
+        Some(1),
+        "only the /v1 conversation: {}",
+        convs.text
+    );
+    assert!(fake.requests().is_empty(), "nothing was forwarded");
+}
+
+/// A streamed reply past `max_message_bytes` stops there: the client gets the chunks that fit
+/// and then the provider's error event saying why, and the reply stored is those chunks'
+/// text, as `partial`; the same for a whole reply, whose client body breaks off.
+async fn replies_past_the_size_cap_are_cut_stored_partial_and_said(backend: common::Backend) {
+    let handler: recall_testkit::Handler = Arc::new(|req, _| {
+        let body = req.json();
+        let piece = "0123456789abcdef".repeat(64); // 1 KiB a chunk, 200 KiB in all
+        if req.path.ends_with("/chat/completions") {
+            if body["stream"] == json!(true) {
+                let mut parts = vec![recall_testkit::openai::chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                )];
+                for _ in 0..200 {
+                    parts.push(recall_testkit::openai::chunk(
+                        json!({"content": piece}),
+                        Value::Null,
+                    ));
+                }
+                parts.push(recall_testkit::openai::chunk(json!({}), json!("stop")));
+                parts.push(recall_testkit::openai::done());
+                recall_testkit::Reply::sse(parts)
+            } else {
+                recall_testkit::Reply::json(
+                    200,
+                    json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+                        "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": piece.repeat(200)}}]}),
+                )
+            }
+        } else {
+            let chunks: Vec<&str> = (0..200).map(|_| piece.as_str()).collect();
+            recall_testkit::Reply::sse(recall_testkit::anthropic::text_reply(&chunks))
+        }
+    });
+    let cap = 64 * 1024;
+    let Some((s, _fake)) = gateway_to(backend, handler, message_cap(cap)).await else {
+        return;
+    };
+    // Anthropic, streamed.
+    let a = anthropic(
+        &s,
+        None,
+        json!({"model": "m", "max_tokens": 5, "stream": true,
+            "messages": [{"role": "user", "content": "Write a lot."}]}),
+    )
+    .await;
+    assert_eq!(a.status, 200);
+    let got = sse_text(&a.body);
+    assert!(got.len() <= cap && got.len() >= cap - 1024, "{}", got.len());
+    assert!(a.body.contains("event: error"), "the client is told");
+    assert!(a.body.contains("max_message_bytes"), "and why");
+    let msgs = stored(&s, a.conversation.as_deref().unwrap()).await;
+    assert_eq!(msgs[1]["status"], "partial");
+    assert_eq!(msgs[1]["message"]["content"].as_str().unwrap(), got);
+
+    // OpenAI, streamed.
+    let o = openai_call(
+        &s,
+        None,
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "More."}]}),
+    )
+    .await;
+    assert_eq!(o.status, 200);
+    let got: String = o
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect();
+    assert!(got.len() <= cap && got.len() >= cap - 1024, "{}", got.len());
+    assert!(
+        o.body.contains("\"code\":\"reply_too_large\""),
+        "{}",
+        &o.body[o.body.len() - 300..]
+    );
+    let msgs = stored(&s, o.conversation.as_deref().unwrap()).await;
+    assert_eq!(msgs[1]["status"], "partial");
+    assert_eq!(msgs[1]["message"]["content"].as_str().unwrap(), got);
+
+    // OpenAI, whole: the body breaks off, nothing over the cap is stored.
+    let res = s
+        .client
+        .post(format!("{}/openai/v1/chat/completions", s.base))
+        .bearer_auth(&s.key_a)
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": "All of it."}]}))
+        .send()
+        .await
+        .unwrap();
+    let id = res
+        .headers()
+        .get("x-recall-conversation")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(res.bytes().await.is_err(), "the body breaks off");
+    let msgs = stored(&s, &id).await;
+    assert_eq!(
+        msgs.len(),
+        1,
+        "only the question: the reply had no event that fit: {msgs:?}"
+    );
+}
+
+/// A malformed event mid-stream ends the reply there for the client and the store alike:
+/// the client gets the text before it and an error event, never the rest, and the stored
+/// reply is that text, as `partial`.
+#[tokio::test]
+async fn a_malformed_event_ends_the_reply_for_client_and_store_alike() {
+    use recall_testkit::{anthropic as a, Part};
+    let handler: recall_testkit::Handler = Arc::new(|_, _| {
+        let pause = || Part::Pause(std::time::Duration::from_millis(30));
+        recall_testkit::Reply::sse(vec![
+            a::message_start("msg_1", 5),
+            a::block_start(0, json!({"type": "text", "text": ""})),
+            a::text_delta(0, "Before the break. "),
+            pause(),
+            Part::Bytes("event: content_block_delta\ndata: {not json\n\n".into()),
+            pause(),
+            a::text_delta(0, "After the break."),
+            a::block_stop(0),
+            a::message_delta("end_turn", 9),
+            a::message_stop(),
+        ])
+    });
+    let (s, _fake) = gateway_to(common::Backend::Sqlite, handler, Default::default())
+        .await
+        .unwrap();
+    let res = anthropic(
+        &s,
+        None,
+        json!({"model": "m", "max_tokens": 5, "stream": true,
+            "messages": [{"role": "user", "content": "Go."}]}),
+    )
+    .await;
+    assert_eq!(res.status, 200);
+    assert_eq!(sse_text(&res.body), "Before the break. ");
+    assert!(!res.body.contains("After the break"), "{}", res.body);
+    assert!(res.body.contains("event: error"), "{}", res.body);
+    let msgs = stored(&s, res.conversation.as_deref().unwrap()).await;
+    assert_eq!(msgs[1]["status"], "partial");
+    assert_eq!(msgs[1]["message"]["content"], "Before the break. ");
+}
+
+/// A conversation whose context the context route refuses (over `max_context_bytes`) is
+/// refused on the gateway too, in the provider's shape, and nothing reaches the provider.
+async fn the_gateway_keeps_max_context_bytes(backend: common::Backend) {
+    let handler: recall_testkit::Handler = Arc::new(|_, _| {
+        recall_testkit::Reply::json(200, recall_testkit::anthropic::message_json("ok"))
+    });
+    let limits = recall_server::HttpLimits {
+        max_context_bytes: 20_000,
+        ..Default::default()
+    };
+    let Some((s, fake)) = gateway_to(backend, handler, limits).await else {
+        return;
+    };
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    // 4 × 3,000 control characters: 12 kB of UTF-8, 72 kB as JSON.
+    let msgs: Vec<Value> = (0..4)
+        .map(|i| {
+            json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
+            "content": format!("{i} {}", "\u{1}".repeat(3000))})
+        })
+        .collect();
+    let r = s
+        .post(
+            &format!("/v1/conversations/{id}/messages"),
+            &s.key_a,
+            json!({ "messages": msgs }),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.text);
+    let r = s
+        .post(
+            &format!("/v1/conversations/{id}/context"),
+            &s.key_a,
+            json!({"format": "anthropic"}),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 413, "the context route: {}", r.text);
+    let a = anthropic(
+        &s,
+        Some(&id),
+        json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "And?"}]}),
+    )
+    .await;
+    assert_eq!(a.status, 413, "{}", a.body);
+    assert_eq!(a.json()["error"]["type"], "request_too_large");
+    assert!(a.body.contains("max_context_bytes"), "{}", a.body);
+    let o = openai_call(
+        &s,
+        Some(&id),
+        json!({"model": "m", "messages": [{"role": "user", "content": "And?"}]}),
+    )
+    .await;
+    assert_eq!(o.status, 413, "{}", o.body);
+    assert_eq!(o.json()["error"]["type"], "invalid_request_error");
+    assert!(fake.requests().is_empty(), "nothing was forwarded");
+}
+
+on_both!(
+    the_gateway_keeps_max_context_bytes,
+    tool_calls_count_toward_the_message_size,
+    replies_past_the_size_cap_are_cut_stored_partial_and_said
+);
