@@ -97,6 +97,8 @@ pub struct GatewayCall {
     summarizes: bool,
     format: recall_core::Format,
     window_first: Option<i64>,
+    /// The named conversation's turn, held until the reply is stored (dropped with the call).
+    _turn: Option<crate::turns::TurnGuard>,
 }
 
 /// What a forwarded request sends the client, in order: the head, then the body's chunks.
@@ -164,6 +166,12 @@ impl Engine {
         };
         // The conversation and its newest messages (the anchor a mirrored history is matched
         // on) in one read: the window of its last two turns.
+        // A turn on a named conversation waits for one under way there: its history must
+        // hold the other's exchange, and its reply must follow its own question.
+        let turn = match named {
+            Some(id) => Some(self.turns.acquire(tenant, id).await),
+            None => None,
+        };
         let (mut conv, tail, created) = match named {
             Some(id) => {
                 let last_turns = Policy {
@@ -274,6 +282,7 @@ impl Engine {
             summarizes: context.policy.summarize,
             format: context.format,
             window_first: context.kept.first().map(|k| k.index as i64),
+            _turn: turn,
         })
     }
 

@@ -23,6 +23,7 @@ mod gateway;
 mod recall;
 mod task;
 mod transfer;
+mod turns;
 mod vectors;
 
 use std::sync::Arc;
@@ -83,6 +84,8 @@ pub struct Engine {
     /// The summariser run after chat turns, when one is configured
     /// ([`Engine::with_summarizer`]).
     summarizer: Option<compact::Summarizer>,
+    /// One gateway turn at a time per conversation ([`turns`]).
+    turns: turns::TurnLocks,
 }
 
 impl Engine {
@@ -93,6 +96,7 @@ impl Engine {
             limits,
             vectors: None,
             summarizer: None,
+            turns: turns::TurnLocks::default(),
         }
     }
 

@@ -788,7 +788,66 @@ async fn the_gateway_keeps_max_context_bytes(backend: common::Backend) {
     assert!(fake.requests().is_empty(), "nothing was forwarded");
 }
 
+/// Turns sent at once on one conversation are taken one after the other: every reply is
+/// stored right after its own question, and each turn's context holds the turns before it.
+async fn concurrent_turns_on_one_conversation_are_serialised(backend: common::Backend) {
+    use recall_testkit::{anthropic as a, Part};
+    let handler: recall_testkit::Handler = Arc::new(|req, _| {
+        let body = req.json();
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let sent = body["messages"].as_array().map_or(0, Vec::len);
+        let mut parts = vec![
+            a::message_start("msg_1", 5),
+            a::block_start(0, json!({"type": "text", "text": ""})),
+            Part::Pause(std::time::Duration::from_millis(150)),
+            a::text_delta(0, &format!("re: {last} ({sent} sent)")),
+        ];
+        parts.extend([
+            a::block_stop(0),
+            a::message_delta("end_turn", 3),
+            a::message_stop(),
+        ]);
+        recall_testkit::Reply::sse(parts)
+    });
+    let Some((s, _fake)) = gateway_to(backend, handler, Default::default()).await else {
+        return;
+    };
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    let turns = (0..4).map(|i| {
+        let (s, id) = (&s, id.clone());
+        async move {
+            anthropic(
+                s,
+                Some(&id),
+                json!({"model": "m", "max_tokens": 5, "stream": true,
+                    "messages": [{"role": "user", "content": format!("q{i}")}]}),
+            )
+            .await
+        }
+    });
+    for a in futures::future::join_all(turns).await {
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    let msgs = stored(&s, &id).await;
+    assert_eq!(msgs.len(), 8, "{msgs:?}");
+    for (k, pair) in msgs.chunks(2).enumerate() {
+        let q = pair[0]["message"]["content"].as_str().unwrap();
+        assert_eq!(pair[0]["message"]["role"], "user", "{msgs:?}");
+        // The reply to this question, after the k turns before it (2k messages) and it.
+        assert_eq!(
+            pair[1]["message"]["content"],
+            format!("re: {q} ({} sent)", 2 * k + 1),
+            "{msgs:?}"
+        );
+    }
+}
+
 on_both!(
+    concurrent_turns_on_one_conversation_are_serialised,
     the_gateway_keeps_max_context_bytes,
     tool_calls_count_toward_the_message_size,
     replies_past_the_size_cap_are_cut_stored_partial_and_said
