@@ -226,6 +226,10 @@ pub struct ServeArgs {
     /// limits.idle_timeout_secs, else 60].
     #[arg(long, value_name = "SECS")]
     pub idle_timeout: Option<u64>,
+    /// Seconds an answer may wait for the client to read any of it before the connection is
+    /// closed [default: limits.write_timeout_secs, else 30].
+    #[arg(long, value_name = "SECS")]
+    pub write_timeout: Option<u64>,
     /// Most connections open at once, WebSockets included [default: limits.max_connections,
     /// else 1024].
     #[arg(long, value_name = "N")]

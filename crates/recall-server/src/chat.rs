@@ -508,8 +508,44 @@ impl WsRequest {
     }
 }
 
+/// The next frame of a session with no turn running, or `None` when the session is over: the
+/// client closed it, or sent nothing (no message, ping or pong) for `idle`, though pinged at
+/// half of it (then it is closed with 1001, "going away").
+async fn next_frame(
+    socket: &mut WebSocket,
+    idle: std::time::Duration,
+) -> Option<Result<WsMessage, axum::Error>> {
+    let deadline = tokio::time::Instant::now() + idle;
+    let mut pinged = false;
+    loop {
+        let wake = if pinged {
+            deadline
+        } else {
+            deadline - idle / 2
+        };
+        tokio::select! {
+            msg = socket.recv() => return msg,
+            _ = tokio::time::sleep_until(wake) => {
+                if pinged {
+                    let frame = CloseFrame {
+                        code: close_code::AWAY,
+                        reason: format!("idle for {}s", idle.as_secs()).into(),
+                    };
+                    let _ = socket.send(WsMessage::Close(Some(frame))).await;
+                    return None;
+                }
+                pinged = true;
+                if socket.send(WsMessage::Ping(Default::default())).await.is_err() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
 async fn ws_session(mut socket: WebSocket, state: AppState, tenant: String, id: String) {
-    while let Some(msg) = socket.recv().await {
+    let idle = state.inner.config.limits.idle_timeout();
+    while let Some(msg) = next_frame(&mut socket, idle).await {
         let msg = match msg {
             Ok(m) => m,
             Err(e) => return read_failed(&mut socket, e).await,

@@ -13,7 +13,8 @@
 //! max_messages_per_request = 1000
 //! header_timeout_secs = 10   # to send a request's headers, from its first byte
 //! body_timeout_secs = 30     # to send a request's body, from the end of its headers
-//! idle_timeout_secs = 60     # a connection with no request under way
+//! idle_timeout_secs = 60     # a connection with no request under way; a silent WebSocket
+//! write_timeout_secs = 30    # a client that reads nothing of an answer this long
 //! max_connections = 1024     # open at once (WebSockets included); more are refused
 //! max_page_bytes = 8388608       # a page of messages stops before this many bytes
 //! max_context_bytes = 33554432   # a larger context prompt is a 413
@@ -55,6 +56,11 @@ pub struct HttpLimits {
     /// Seconds a connection may stay open with no request under way (a new connection
     /// that sends nothing, a kept-alive one between requests) before it is closed.
     pub idle_timeout_secs: u64,
+    /// Seconds an answer may wait for the client to read any of it (a streamed answer, a
+    /// large page, a WebSocket frame): a connection whose writes make no progress this long
+    /// is closed, which frees its place. A reply being generated is still stored (as
+    /// `partial` when cut).
+    pub write_timeout_secs: u64,
     /// Most connections open at once, WebSockets included; a connection over the cap is
     /// answered 503 and closed.
     pub max_connections: usize,
@@ -75,6 +81,7 @@ impl Default for HttpLimits {
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             idle_timeout_secs: 60,
+            write_timeout_secs: 30,
             max_connections: 1024,
             max_page_bytes: 8 << 20,
             max_context_bytes: 32 << 20,
@@ -106,6 +113,7 @@ impl HttpLimits {
             ("header_timeout_secs", self.header_timeout_secs),
             ("body_timeout_secs", self.body_timeout_secs),
             ("idle_timeout_secs", self.idle_timeout_secs),
+            ("write_timeout_secs", self.write_timeout_secs),
         ] {
             if value == 0 || value > MAX_TIMEOUT_SECS {
                 return Err(ConfigError::Invalid(format!(
@@ -124,6 +132,11 @@ impl HttpLimits {
     /// [`Self::body_timeout_secs`] as a duration.
     pub fn body_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.body_timeout_secs)
+    }
+
+    /// [`Self::write_timeout_secs`] as a duration.
+    pub fn write_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.write_timeout_secs)
     }
 
     /// [`Self::idle_timeout_secs`] as a duration.
@@ -335,7 +348,7 @@ key = "rk_dev_only_plain_text_key"
     fn timeouts_and_the_connection_cap_are_read_and_checked() {
         let cfg: FileConfig = toml::from_str(
             "[limits]\nheader_timeout_secs = 2\nbody_timeout_secs = 3\nidle_timeout_secs = 4\n\
-             max_connections = 5",
+             write_timeout_secs = 6\nmax_connections = 5",
         )
         .unwrap();
         cfg.check().unwrap();
@@ -345,21 +358,27 @@ key = "rk_dev_only_plain_text_key"
         );
         assert_eq!(cfg.limits.body_timeout(), std::time::Duration::from_secs(3));
         assert_eq!(cfg.limits.idle_timeout(), std::time::Duration::from_secs(4));
+        assert_eq!(
+            cfg.limits.write_timeout(),
+            std::time::Duration::from_secs(6)
+        );
         assert_eq!(cfg.limits.max_connections, 5);
         let d = HttpLimits::default();
         assert_eq!(
             (
                 d.header_timeout_secs,
                 d.body_timeout_secs,
-                d.idle_timeout_secs
+                d.idle_timeout_secs,
+                d.write_timeout_secs
             ),
-            (10, 30, 60)
+            (10, 30, 60, 30)
         );
         assert_eq!(d.max_connections, 1024);
         for bad in [
             "header_timeout_secs = 0",
             "body_timeout_secs = 0",
             "idle_timeout_secs = 100000",
+            "write_timeout_secs = 0",
             "max_connections = 0",
             "max_body_bytes = 0",
         ] {

@@ -10,6 +10,11 @@
 //!   included): never closed by the clock. Its body must arrive within `body_timeout` of the
 //!   end of its headers, else reading it fails and the request is answered 408.
 //!
+//! In every phase, and after a WebSocket upgrade, a write that makes no progress for
+//! `write_timeout` (a client that reads nothing of its answer, so the socket's buffers stay
+//! full) fails the connection, which closes it: a crowd that never reads holds its places
+//! for that long at most.
+//!
 //! Over `max_connections`, a new connection is answered 503 and closed at once, so a crowd
 //! of slow clients costs a bounded number of sockets and tasks; each of them is shed within
 //! its timeout, which frees its place. A WebSocket holds its place until it closes.
@@ -144,6 +149,8 @@ impl Connection {
             io: stream,
             clock: clock.clone(),
             _place: place,
+            write_timeout: self.limits.write_timeout(),
+            stalled: None,
         });
         let service = ConnService {
             app: self.app,
@@ -271,6 +278,38 @@ struct Watched {
     io: TcpStream,
     clock: Arc<Clock>,
     _place: OwnedSemaphorePermit,
+    write_timeout: Duration,
+    /// Since when a write has been waiting for the client to read (`None`: not waiting).
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl Watched {
+    /// A write is pending: fails once it has been for `write_timeout`.
+    fn poll_stalled<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let timeout = self.write_timeout;
+        let stall = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        ready!(stall.as_mut().poll(cx));
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the client read nothing for {}s (write timeout)",
+                timeout.as_secs()
+            ),
+        )))
+    }
+
+    /// What a write returned: progress resets the stall clock.
+    fn written<T>(&mut self, r: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match r {
+            Poll::Ready(r) => {
+                self.stalled = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.poll_stalled(cx),
+        }
+    }
 }
 
 impl AsyncRead for Watched {
@@ -294,7 +333,8 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.written(r, cx)
     }
 
     fn poll_write_vectored(
@@ -302,7 +342,8 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.written(r, cx)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -310,7 +351,8 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+        let r = Pin::new(&mut self.io).poll_flush(cx);
+        self.written(r, cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -1,7 +1,8 @@
 //! The server under hostile clients, over real sockets on 127.0.0.1: other sites reaching a
 //! `--no-auth` server through a browser (Host, Origin, Content-Type), made-up methods and
-//! paths against `/metrics`, slow and idle connections, too many connections, oversized
-//! WebSocket frames, and malformed cursors and MCP bodies.
+//! paths against `/metrics`, slow and idle connections, clients that read nothing, too many
+//! connections, oversized WebSocket frames, idle WebSockets, and malformed cursors and MCP
+//! bodies.
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -626,6 +627,145 @@ async fn slow_and_idle_connections_are_shed() {
     assert!(
         worst < Duration::from_millis(1500),
         "/healthz took {worst:?} with slow clients connected"
+    );
+}
+
+/// Clients that never read their answer (an 8 MB page, over sockets whose receive buffer is
+/// 4 KB) hold their places for the write timeout at most: the server then closes them, and
+/// new connections are served again (issue 33, item 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_read_nothing_are_dropped_after_the_write_timeout() {
+    let Some(s) = server_with(Backend::Sqlite, |c| {
+        c.limits.max_connections = 3;
+        c.limits.write_timeout_secs = 1;
+    })
+    .await
+    else {
+        return;
+    };
+    let addr: SocketAddr = s.base.trim_start_matches("http://").parse().unwrap();
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    let big = "x".repeat(900 * 1024);
+    for _ in 0..3 {
+        let msgs: Vec<Value> = (0..3)
+            .map(|_| json!({"role": "user", "content": big}))
+            .collect();
+        let r = s
+            .post(
+                &format!("/v1/conversations/{id}/messages"),
+                &s.key_a,
+                json!({ "messages": msgs }),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    }
+    let head = format!(
+        "GET /v1/conversations/{id}/messages?limit=1000 HTTP/1.1\r\nhost: localhost\r\n\
+         authorization: Bearer {}\r\n\r\n",
+        s.key_a
+    );
+    let mut sleepers = Vec::new();
+    for _ in 0..3 {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.set_recv_buffer_size(4096).unwrap();
+        let mut stream = sock.connect(addr).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        sleepers.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let healthz = b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n";
+    let r = raw(addr, healthz).await;
+    assert_eq!(status_of(&r), 503, "every place is taken: {r}");
+    let stalled = Instant::now();
+    loop {
+        let r = raw(addr, healthz).await;
+        if status_of(&r) == 200 {
+            break;
+        }
+        assert!(
+            stalled.elapsed() < Duration::from_secs(10),
+            "still refused {:?} after the stall (write timeout 1 s)",
+            stalled.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for mut c in sleepers {
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut got))
+            .await
+            .expect("the server closed the connection")
+            .ok();
+        assert!(
+            got.len() < 8 << 20,
+            "the whole page was sent: {}",
+            got.len()
+        );
+    }
+}
+
+/// A WebSocket whose client sends nothing and answers no ping is closed after the idle
+/// timeout with 1001; a client that answers the server's pings stays connected past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_websockets_are_pinged_then_closed() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let Some(s) = server_with(Backend::Sqlite, |c| c.limits.idle_timeout_secs = 2).await else {
+        return;
+    };
+    let addr: SocketAddr = s.base.trim_start_matches("http://").parse().unwrap();
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    let head = upgrade(
+        &format!("/v1/conversations/{id}/ws"),
+        &format!("host: localhost\r\nauthorization: Bearer {}\r\n", s.key_a),
+    );
+    let silent = watch(addr, &head).await;
+    let (took, got) = silent.closed_after.await.unwrap();
+    assert!(
+        (Duration::from_millis(1500)..Duration::from_secs(8)).contains(&took),
+        "a silent WebSocket closed after {took:?} (idle timeout 2 s)"
+    );
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 101"));
+    // An empty ping (0x89 0x00), then a close frame with 1001 (0x03 0xE9).
+    assert!(got.windows(2).any(|w| w == [0x89, 0x00]), "pinged: {got:?}");
+    assert!(
+        got.windows(4)
+            .any(|w| w[0] == 0x88 && w[2..] == [0x03, 0xe9]),
+        "closed with 1001: {got:?}"
+    );
+
+    let url = format!(
+        "{}/v1/conversations/{id}/ws",
+        s.base.replace("http://", "ws://")
+    );
+    let mut req =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
+            .unwrap();
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", s.key_a).parse().unwrap(),
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let started = Instant::now();
+    let mut pings = 0;
+    while started.elapsed() < Duration::from_secs(5) {
+        match tokio::time::timeout(Duration::from_millis(300), ws.next()).await {
+            Err(_) => {}
+            Ok(Some(Ok(Message::Ping(_)))) => pings += 1,
+            other => panic!("a live client was disconnected: {other:?}"),
+        }
+    }
+    assert!(pings >= 2, "pinged {pings} times in 5 s");
+    // Still served: a request gets its answer.
+    ws.send(Message::Text("{\"type\": \"nope\"}".into()))
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .unwrap();
+    assert!(
+        matches!(&answer, Some(Ok(Message::Text(t))) if t.contains("\"type\":\"error\"")),
+        "{answer:?}"
     );
 }
 

@@ -59,6 +59,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         ("--header-timeout", a.header_timeout),
         ("--body-timeout", a.body_timeout),
         ("--idle-timeout", a.idle_timeout),
+        ("--write-timeout", a.write_timeout),
     ] {
         let max = recall_server::config::MAX_TIMEOUT_SECS;
         if let Some(s) = secs.filter(|s| !(1..=max).contains(s)) {
@@ -74,6 +75,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     l.header_timeout_secs = a.header_timeout.unwrap_or(l.header_timeout_secs);
     l.body_timeout_secs = a.body_timeout.unwrap_or(l.body_timeout_secs);
     l.idle_timeout_secs = a.idle_timeout.unwrap_or(l.idle_timeout_secs);
+    l.write_timeout_secs = a.write_timeout.unwrap_or(l.write_timeout_secs);
     l.max_connections = a.max_connections.unwrap_or(l.max_connections);
     l.check().map_err(|e| bad_input(e.to_string()))?;
     let addr_text = a
