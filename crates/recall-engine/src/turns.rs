@@ -15,10 +15,14 @@ use tokio::sync::{Mutex as TurnMutex, OwnedMutexGuard};
 /// A held turn: the conversation's lock until dropped.
 pub type TurnGuard = Arc<OwnedMutexGuard<()>>;
 
+/// Each conversation's lock by (tenant, id), held weakly: an entry lives while a turn holds
+/// or waits for it.
+type LockMap = HashMap<(String, String), Weak<TurnMutex<()>>>;
+
 /// The lock of every conversation with a turn under way or waiting, by (tenant, id).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TurnLocks {
-    locks: Arc<Mutex<HashMap<(String, String), Weak<TurnMutex<()>>>>>,
+    locks: Arc<Mutex<LockMap>>,
 }
 
 /// Past this many entries, the map drops those no turn holds any more.
