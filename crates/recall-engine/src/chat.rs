@@ -174,7 +174,7 @@ impl Engine {
             });
         }
         let user_seq = appended.seq;
-        self.vectors_behind(tenant, id);
+        self.appended(tenant, id);
         on_event(TurnEvent::UserStored { seq: user_seq });
         self.reply_turn(tenant, id, backend, &turn, user_seq, cancel, &mut on_event)
             .await
@@ -252,7 +252,7 @@ impl Engine {
                 .append(tenant, id, vec![NewMessage::complete(results)])
                 .await?;
         }
-        self.vectors_behind(tenant, id);
+        self.appended(tenant, id);
         if summarizes {
             self.compact_after_turn(tenant, id, format, &turn.overrides, &stats, window_first);
         }

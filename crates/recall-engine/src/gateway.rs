@@ -242,7 +242,7 @@ impl Engine {
         if !new.is_empty() {
             let rows = new.iter().cloned().map(NewMessage::complete).collect();
             self.store.append(tenant, &conv.id, rows).await?;
-            self.vectors_behind(tenant, &conv.id);
+            self.appended(tenant, &conv.id);
         }
 
         let req_context = ContextRequest::new(provider.format());
@@ -535,7 +535,7 @@ impl Engine {
                 let _ = sink.send(GatewayEvent::Chunk(Bytes::from(whole))).await;
             }
         }
-        self.vectors_behind(tenant, &call.conversation_id);
+        self.appended(tenant, &call.conversation_id);
         if call.summarizes && outcome.reply_status == Some(MessageStatus::Complete) {
             self.compact_after_turn(
                 tenant,

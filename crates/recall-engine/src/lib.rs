@@ -14,12 +14,14 @@
 //! # Ok(()) }
 //! ```
 
+mod backlog;
 mod branch;
 mod chat;
 mod compact;
 mod context_limit;
 mod error;
 mod gateway;
+mod index;
 mod recall;
 mod task;
 mod transfer;
@@ -42,6 +44,7 @@ pub use error::EngineError;
 pub use gateway::{
     GatewayCall, GatewayEvent, GatewayMode, GatewayOutcome, GatewayRequest, MAX_WHOLE_REPLY_BYTES,
 };
+pub use index::INDEX_BUDGET;
 pub use recall_embed as embed;
 pub use recall_llm as llm;
 pub use recall_store::{self as store, DEFAULT_TENANT};
@@ -86,6 +89,8 @@ pub struct Engine {
     summarizer: Option<compact::Summarizer>,
     /// One gateway turn at a time per conversation ([`turns`]).
     turns: turns::TurnLocks,
+    /// Recall's lexical index, caught up off the request path ([`index`]).
+    index: index::IndexCatchUp,
 }
 
 impl Engine {
@@ -97,6 +102,7 @@ impl Engine {
             vectors: None,
             summarizer: None,
             turns: turns::TurnLocks::default(),
+            index: index::IndexCatchUp::default(),
         }
     }
 
@@ -256,7 +262,7 @@ impl Engine {
             .append(tenant, id, messages)
             .await
             .map_err(|e| error::at_request(e, |i| entries.get(i).copied().unwrap_or(i)))?;
-        self.vectors_behind(tenant, id);
+        self.appended(tenant, id);
         Ok(AppendReport {
             appended,
             warnings: conv.warnings,

@@ -20,6 +20,9 @@ impl Engine {
         let Some(query) = &prepared.recall else {
             return Ok(None);
         };
+        if query.scope == recall_core::policy::RecallScope::Conversation {
+            self.catch_up_index(tenant, id).await?;
+        }
         let lexical = self.store.recall_lexical(tenant, id, query).await?;
         let mut complete = lexical.complete;
         let mut ranking = Ranking::Lexical;

@@ -11,8 +11,6 @@
 //! batch took (at least [`MIN_YIELD`]): under a steady stream of appends it embeds at most a
 //! tenth of the time, and between the turns of a chat it runs at once.
 
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +18,7 @@ use recall_core::recall::searchable_text;
 use recall_embed::Embedder;
 use recall_store::NewVector;
 
+use crate::backlog::Backlog;
 use crate::{Engine, EngineError};
 
 /// Messages embedded per batch: one call to the embedder and one write.
@@ -43,9 +42,8 @@ pub(crate) const MIN_YIELD: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub(crate) struct Vectors {
     pub(crate) embedder: Arc<dyn Embedder>,
-    /// Conversations (tenant, id) appended to since the catch-up last looked.
-    behind: Arc<Mutex<BTreeSet<(String, String)>>>,
-    running: Arc<AtomicBool>,
+    /// Conversations appended to since the catch-up last looked.
+    backlog: Arc<Backlog>,
     /// When the last append marked a conversation behind (the catch-up yields to appends).
     appends: Arc<AppendClock>,
     /// With recall by meaning, a context first embeds its conversation's backlog for at most
@@ -59,8 +57,7 @@ impl Engine {
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Engine {
         self.vectors = Some(Vectors {
             embedder,
-            behind: Arc::default(),
-            running: Arc::default(),
+            backlog: Arc::default(),
             appends: Arc::default(),
             before_context: None,
         });
@@ -195,36 +192,19 @@ impl Engine {
         let Some(v) = &self.vectors else {
             return;
         };
-        if let Ok(mut b) = v.behind.lock() {
-            b.insert((tenant.to_string(), id.to_string()));
-        }
         v.appends.mark();
-        if v.running.swap(true, Ordering::AcqRel) {
+        if !v.backlog.mark(tenant, id) {
             return;
         }
         let engine = self.clone();
-        let v = v.clone();
+        let backlog = v.backlog.clone();
         tokio::spawn(async move {
-            loop {
-                let next = v.behind.lock().ok().and_then(|mut b| b.pop_first());
-                match next {
-                    Some((tenant, id)) => {
-                        // A failure leaves the backlog for the next append or context to
-                        // retry; nothing is lost by giving up here.
-                        let _ = engine
-                            .catch_up(&tenant, Some(&id), usize::MAX, true, None)
-                            .await;
-                    }
-                    None => {
-                        v.running.store(false, Ordering::Release);
-                        // An append may have marked a conversation between the pop and the
-                        // store: take the work back unless another task already did.
-                        let more = v.behind.lock().is_ok_and(|b| !b.is_empty());
-                        if !more || v.running.swap(true, Ordering::AcqRel) {
-                            break;
-                        }
-                    }
-                }
+            while let Some((tenant, id)) = backlog.next() {
+                // A failure leaves the backlog for the next append or context to retry;
+                // nothing is lost by giving up here.
+                let _ = engine
+                    .catch_up(&tenant, Some(&id), usize::MAX, true, None)
+                    .await;
             }
         });
     }

@@ -235,3 +235,77 @@ async fn a_conversation_whose_policy_recalls_does_so_on_every_chat_turn() {
     assert!(blocks[0]["text"].as_str().unwrap().contains("4417"));
     assert_eq!(blocks[1]["text"], "What was the vault code again?");
 }
+
+/// No context waits on a whole backlog (issue 33): one that recalls over 3,000 messages never
+/// indexed indexes for its budget (here none: one batch), ranks what is indexed and says so
+/// (`complete: false`); the rest is indexed in the background, and so, from then on, is what
+/// is appended to the conversation, with no context asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_recall_index_catches_up_in_the_background() {
+    use recall_core::recall::RecallQuery;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(&dir).await.with_index_budget(Some(Duration::ZERO));
+    let id = e
+        .create_conversation(T, NewConversation::default())
+        .await
+        .unwrap()
+        .id;
+    for batch in 0..3 {
+        let msgs: Vec<Value> = (0..1000)
+            .map(|i| {
+                let n = batch * 1000 + i;
+                json!({"role": if n % 2 == 0 { "user" } else { "assistant" },
+                    "content": format!("message {n} about the weather and the garden")})
+            })
+            .collect();
+        e.append_messages(T, &id, msgs).await.unwrap();
+    }
+    e.append_message(
+        T,
+        &id,
+        json!({"role": "user", "content": "Any news of the xylophonist?"}),
+    )
+    .await
+    .unwrap();
+    let mut req = ContextRequest::new(Format::Transcript);
+    req.overrides = overrides(400, 150);
+    req.query = Some("garden weather".into());
+    let out = e.context(T, &id, &req).await.unwrap();
+    let r = out.stats.recalled.expect("recall stats");
+    assert!(!r.complete, "one batch of three was indexed");
+
+    let complete = |e: Engine, id: String, upto: i64| async move {
+        let q = RecallQuery::new("garden", upto, 100, RecallScope::Conversation);
+        let started = Instant::now();
+        loop {
+            if e.store().recall_lexical(T, &id, &q).await.unwrap().complete {
+                return started.elapsed();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the background catch-up did not finish"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    complete(e.clone(), id.clone(), 3_002).await;
+    let out = e.context(T, &id, &req).await.unwrap();
+    assert!(out.stats.recalled.expect("recall stats").complete);
+
+    // Appended after: indexed in the background, no context asking.
+    let msgs: Vec<Value> = (0..1500)
+        .map(|n| {
+            json!({"role": if n % 2 == 0 { "user" } else { "assistant" },
+            "content": format!("later message {n} about the garden")})
+        })
+        .collect();
+    e.append_messages(T, &id, msgs[..1000].to_vec())
+        .await
+        .unwrap();
+    e.append_messages(T, &id, msgs[1000..].to_vec())
+        .await
+        .unwrap();
+    complete(e.clone(), id.clone(), 4_502).await;
+}

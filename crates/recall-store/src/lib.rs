@@ -236,11 +236,24 @@ pub trait Store: Send + Sync {
         query: &str,
         limit: u32,
     ) -> Result<Vec<SearchHit>, StoreError>;
+    /// Brings the recall index of conversation `id`'s history (a fork's prefix included) up
+    /// to its newest message, in batches of `recall_plan::INDEX_BATCH` messages, each its own
+    /// write (appends go on between them). With a `budget`, stops once a batch ends past it
+    /// (at least one batch runs). True when nothing is left to index. Another tenant's
+    /// conversation is [`StoreError::ConversationNotFound`].
+    async fn catch_up_recall(
+        &self,
+        tenant: &str,
+        id: &str,
+        budget: Option<std::time::Duration>,
+    ) -> Result<bool, StoreError>;
+
     /// Recall's lexical ranking: the messages that hold any of `query.terms` (OR), best
     /// first, at most `query.limit`. In `conversation` scope, the messages of this
     /// conversation's history (a fork's prefix included) below `query.before` (never the
     /// window), ranked by `recall_core::recall::rank_postings` over the store's recall index
-    /// (caught up first), so both databases and `recall render` agree; in `tenant` scope,
+    /// as far as it is caught up ([`Store::catch_up_recall`]; `complete` is false when it does
+    /// not reach `query.before`), so both databases and `recall render` agree; in `tenant` scope,
     /// those and every message of the tenant's other conversations, never another tenant's,
     /// ranked by the search index (SQLite FTS5 `bm25()`, PostgreSQL `ts_rank_cd`, `simple`
     /// configuration). System messages are left out (they are in every system prompt). Hits

@@ -194,6 +194,9 @@ pub(crate) const EARLIER_SOURCE: &str = "SELECT seq, role, content, created_at F
      WHERE conversation_id = $1 AND seq <= $2 AND role <> 'system' ORDER BY seq DESC LIMIT $3";
 
 /// Conversation `$1`'s parent and fork point (both NULL for a conversation that is no fork).
+/// Conversation `$1`'s newest seq: where its own (open-ended) range of the index ends.
+pub(crate) const LAST_SEQ: &str = "SELECT last_seq FROM conversations WHERE id = $1";
+
 pub(crate) const PARENT_OF: &str = "SELECT parent_id, fork_seq FROM conversations WHERE id = $1";
 
 /// Drop conversation `$1`'s whole lexical index, to be indexed again by its next catch-up:

@@ -54,6 +54,9 @@ async fn hits(
     id: &str,
     q: &RecallQuery,
 ) -> Vec<(Option<String>, i64)> {
+    if q.scope == RecallScope::Conversation {
+        assert!(s.catch_up_recall(tenant, id, None).await.expect("index"));
+    }
     let h = s.recall_lexical(tenant, id, q).await.expect("recall");
     assert!(h.complete);
     for w in h.hits.windows(2) {
@@ -310,6 +313,7 @@ async fn same_ranking_as_memory(s: &dyn Store, id: &str, rng: &mut common::Rng, 
                 .map(|(seq, t, at)| (*seq, t.as_str(), Some(*at))),
         )
         .rank(&q.terms, q.limit);
+        assert!(s.catch_up_recall(T, id, None).await.expect("index"));
         let got = s.recall_lexical(T, id, &q).await.expect("recall").hits;
         let ctx = format!(
             "{what}, round {round}: before {before}, terms {:?}",
@@ -404,6 +408,11 @@ async fn concurrent_catch_ups(a: &dyn Store, b: &dyn Store) {
         2_400,
         RecallScope::Conversation,
     );
+    let (ca, cb) = tokio::join!(
+        a.catch_up_recall(T, &id, None),
+        b.catch_up_recall(T, &id, None)
+    );
+    assert!(ca.expect("first store") && cb.expect("second store"));
     let (ra, rb) = tokio::join!(a.recall_lexical(T, &id, &q), b.recall_lexical(T, &id, &q));
     let (ra, rb) = (ra.expect("first store"), rb.expect("second store"));
     let seqs = |h: &[recall_core::recall::Ranked]| h.iter().map(|h| h.seq).collect::<Vec<_>>();
@@ -614,6 +623,61 @@ async fn vectors_backlog_save_and_rank(s: &dyn Store) {
     s.delete_conversation(T, &other, false).await.unwrap();
 }
 
+/// The index is caught up on request, within a budget when one is given (a batch at least),
+/// and recall ranks what is indexed, saying when that is not everything (issue 33: no
+/// context waits on a whole backlog).
+async fn the_index_catches_up_within_a_budget(s: &dyn Store) {
+    let mut rng = common::Rng::new(11);
+    let id = conv(s, T).await;
+    // More than two catch-up batches (`INDEX_BATCH`, 1,000 messages), then a needle.
+    append(s, T, &id, common::conversation(&mut rng, 2_500)).await;
+    append(
+        s,
+        T,
+        &id,
+        vec![user("the xylophonist tuned the glockenspiel")],
+    )
+    .await;
+    let q = query("xylophonist glockenspiel", 2_600, RecallScope::Conversation);
+    let ranked = |h: &recall_store::RecallHits| h.hits.iter().map(|h| h.seq).collect::<Vec<_>>();
+    // Nothing indexed: nothing ranked, and said so.
+    let h = s.recall_lexical(T, &id, &q).await.expect("recall");
+    assert!(!h.complete && h.hits.is_empty(), "{:?}", ranked(&h));
+    // A spent budget: one batch, not the rest.
+    let done = s.catch_up_recall(T, &id, Some(std::time::Duration::ZERO));
+    assert!(!done.await.expect("index"));
+    let h = s.recall_lexical(T, &id, &q).await.expect("recall");
+    assert!(!h.complete);
+    assert!(!ranked(&h).contains(&2_501), "{:?}", ranked(&h));
+    // No budget: everything.
+    assert!(s.catch_up_recall(T, &id, None).await.expect("index"));
+    let h = s.recall_lexical(T, &id, &q).await.expect("recall");
+    assert!(h.complete);
+    assert_eq!(ranked(&h).first(), Some(&2_501));
+    // Caught up: true at once, whatever the budget; appends put it behind again.
+    let done = s.catch_up_recall(T, &id, Some(std::time::Duration::ZERO));
+    assert!(done.await.expect("index"));
+    append(s, T, &id, vec![user("a second xylophonist")]).await;
+    let q = query("xylophonist", 2_600, RecallScope::Conversation);
+    assert!(!s.recall_lexical(T, &id, &q).await.expect("recall").complete);
+    assert!(s.catch_up_recall(T, &id, None).await.expect("index"));
+    let h = s.recall_lexical(T, &id, &q).await.expect("recall");
+    assert!(
+        h.complete && ranked(&h).contains(&2_502),
+        "{:?}",
+        ranked(&h)
+    );
+    // Another tenant's conversation is not found.
+    let err = s
+        .catch_up_recall("other", &id, None)
+        .await
+        .expect_err("other");
+    assert!(
+        matches!(err, StoreError::ConversationNotFound(_)),
+        "{err:?}"
+    );
+}
+
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -644,4 +708,5 @@ suite!(
     recall_follows_updates_and_clears,
     vectors_backlog_save_and_rank,
     ranking_is_recall_cores,
+    the_index_catches_up_within_a_budget,
 );

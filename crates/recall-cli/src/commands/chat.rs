@@ -38,7 +38,15 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let (backend, why) = pick_backend(&args.llm)?;
     // Named before anything else, so a reply is never taken for another backend's.
     eprintln!("recall chat: backend {why}");
+    // Piped, one message and one process: the recall index is caught up fully before the
+    // context (no background would finish it); the REPL lives long enough for its
+    // background catch-up.
     let engine = open(&args.store).await?;
+    let engine = if std::io::stdin().is_terminal() {
+        engine
+    } else {
+        engine.with_index_budget(None)
+    };
     let tenant = args.store.tenant.clone();
     let id = match &args.conversation {
         Some(id) => {

@@ -276,9 +276,12 @@ pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
     // One process per command: with recall by meaning, the context first embeds what is not
     // embedded yet of the conversation, for CONTEXT_CATCH_UP at most (a server does it in
     // the background); the rest stays lexical this time and the stats say so.
+    // Its recall index, though, is caught up fully first (cheap next to embedding, and no
+    // background would finish it).
     let engine = open(&a.store)
         .await?
-        .with_context_catch_up(CONTEXT_CATCH_UP);
+        .with_context_catch_up(CONTEXT_CATCH_UP)
+        .with_index_budget(None);
     let req = ContextRequest {
         format: a.format,
         overrides: a.limits.clone(),

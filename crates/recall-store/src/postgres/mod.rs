@@ -350,6 +350,16 @@ impl Store for PgStore {
         self.search_hits(tenant, &words, limit).await
     }
 
+    async fn catch_up_recall(
+        &self,
+        tenant: &str,
+        id: &str,
+        budget: Option<std::time::Duration>,
+    ) -> Result<bool, StoreError> {
+        check_key(tenant, id)?;
+        self.catch_up_index(tenant, id, budget).await
+    }
+
     async fn recall_lexical(
         &self,
         tenant: &str,

@@ -1,5 +1,5 @@
 //! Recall on PostgreSQL. In `conversation` scope: the lexical index of migration 0007
-//! (`recall_plan`), caught up first below the window, read along the history's chain (a fork
+//! (`recall_plan`), as far as it is caught up (`catch_up_index`), read along the history's chain (a fork
 //! reaches its parent's prefix) in two statements, ranked by recall-core. In `tenant` scope:
 //! `ts_rank_cd` over the tenant's messages (OR over the query terms, through the
 //! `messages_fts` expression index, which follows every write). The hits' neighbours are read
@@ -19,8 +19,8 @@ use crate::error::StoreError;
 use crate::model::RecallHits;
 use crate::recall_plan::{
     batch_terms, earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource,
-    RecallRange, DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, PARENT_OF, RECALL_PROGRESS,
-    SET_RECALL_PROGRESS,
+    RecallRange, DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, LAST_SEQ, PARENT_OF,
+    RECALL_PROGRESS, SET_RECALL_PROGRESS,
 };
 use crate::statements::message_columns_of;
 
@@ -204,15 +204,16 @@ impl PgStore {
     }
 
     /// The parts of conversation `id`'s history that `query` may reach (`conversation`
-    /// scope), its lexical index caught up over them first.
+    /// scope), and whether its lexical index covers all of them. Nothing is indexed here:
+    /// [`PgStore::catch_up_index`] does that.
     async fn recall_index(
         &self,
         tenant: &str,
         id: &str,
-        query: &RecallQuery,
-    ) -> Result<Vec<RecallRange>, StoreError> {
+        before: i64,
+    ) -> Result<(Vec<RecallRange>, Vec<(String, i64)>), StoreError> {
         let mut conn = self.pool.acquire().await?;
-        let ranges = recall_ranges(&Self::chain(&mut conn, tenant, id).await?, query.before);
+        let ranges = recall_ranges(&Self::chain(&mut conn, tenant, id).await?, before);
         let (ids, _) = range_arrays(&ranges);
         let done: HashMap<String, i64> = sqlx::query_as::<_, (String, i64)>(
             "SELECT conversation_id, recall_seq FROM recall_progress \
@@ -223,13 +224,48 @@ impl PgStore {
         .await?
         .into_iter()
         .collect();
-        drop(conn);
-        for r in &ranges {
-            if done.get(&r.id).copied().unwrap_or(0) < r.hi {
-                while self.index_batch(&r.id, r.hi).await? < r.hi {}
+        let last: i64 = sqlx::query_scalar(LAST_SEQ)
+            .bind(id)
+            .fetch_one(&mut *conn)
+            .await?;
+        // The conversation's own range reaches its newest message at most.
+        let behind = ranges
+            .iter()
+            .map(|r| (r, if r.id == id { r.hi.min(last) } else { r.hi }))
+            .filter(|(r, top)| done.get(&r.id).copied().unwrap_or(0) < *top)
+            .map(|(r, top)| (r.id.clone(), top))
+            .collect();
+        Ok((ranges, behind))
+    }
+
+    /// Indexes conversation `id`'s whole history for recall (see
+    /// [`crate::Store::catch_up_recall`]), a batch per transaction.
+    pub(super) async fn catch_up_index(
+        &self,
+        tenant: &str,
+        id: &str,
+        budget: Option<std::time::Duration>,
+    ) -> Result<bool, StoreError> {
+        let started = std::time::Instant::now();
+        // Up to the newest message: the conversation's own range is open-ended.
+        let last = crate::Store::get_conversation(self, tenant, id)
+            .await?
+            .last_seq;
+        let (_, behind) = self.recall_index(tenant, id, last + 1).await?;
+        let mut batches = 0;
+        for (seg, hi) in behind {
+            loop {
+                if batches > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
+                    return Ok(false);
+                }
+                let reached = self.index_batch(&seg, hi).await?;
+                batches += 1;
+                if reached >= hi {
+                    break;
+                }
             }
         }
-        Ok(ranges)
+        Ok(true)
     }
 
     /// The lexical hits over `ranges` (see `recall_plan`): two statements, the figures and
@@ -303,17 +339,15 @@ impl PgStore {
                 complete: true,
             });
         }
-        let hits = match query.scope {
+        let (hits, complete) = match query.scope {
             RecallScope::Conversation => {
-                let ranges = self.recall_index(tenant, id, query).await?;
-                self.rank(&ranges, &query.terms, query.limit).await?
+                let (ranges, behind) = self.recall_index(tenant, id, query.before).await?;
+                let hits = self.rank(&ranges, &query.terms, query.limit).await?;
+                (hits, behind.is_empty())
             }
-            RecallScope::Tenant => self.tenant_hits(tenant, id, query).await?,
+            RecallScope::Tenant => (self.tenant_hits(tenant, id, query).await?, true),
         };
-        Ok(RecallHits {
-            hits,
-            complete: true,
-        })
+        Ok(RecallHits { hits, complete })
     }
 
     /// `ts_rank_cd` hits over the tenant's messages (`tenant` scope).

@@ -1,6 +1,6 @@
 //! Recall on SQLite. In `conversation` scope: the lexical index of migration 0007
-//! (`recall_plan`), caught up first below the window, read along the history's chain (a fork
-//! reaches its parent's prefix), ranked by recall-core. In `tenant` scope: FTS5 `bm25()` over
+//! (`recall_plan`), as far as it is caught up (`catch_up_index`), read along the history's
+//! chain (a fork reaches its parent's prefix), ranked by recall-core. In `tenant` scope: FTS5 `bm25()` over
 //! the tenant's messages (OR over the query terms), the search index caught up first. The
 //! hits' neighbours are read by seq.
 
@@ -19,7 +19,7 @@ use crate::fork_plan::{owner, Segment};
 use crate::model::RecallHits;
 use crate::recall_plan::{
     earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource, RecallRange, DF_AT,
-    DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, PARENT_OF, RECALL_PROGRESS,
+    DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, LAST_SEQ, PARENT_OF, RECALL_PROGRESS,
     SET_RECALL_PROGRESS,
 };
 use crate::statements::message_columns_of;
@@ -295,36 +295,69 @@ impl SqliteStore {
     }
 
     /// The parts of conversation `id`'s history that `query` may reach (`conversation`
-    /// scope), its lexical index caught up over them first.
-    async fn recall_index(
+    /// scope), and whether its lexical index covers all of them. Nothing is indexed here:
+    /// [`SqliteStore::catch_up_index`] does that.
+    fn recall_index(
         &self,
         tenant: &str,
         id: &str,
         query: &RecallQuery,
-    ) -> Result<Vec<RecallRange>, StoreError> {
-        let (ranges, behind) = self.read(|c| {
+    ) -> Result<(Vec<RecallRange>, bool), StoreError> {
+        self.read(|c| {
             let ranges = recall_ranges(&forks::chain(c, tenant, id)?, query.before);
-            let mut behind = Vec::new();
+            let last: i64 = c
+                .prepare_cached(LAST_SEQ)?
+                .query_row(named(&[&id]).as_slice(), |r| r.get(0))?;
+            let mut complete = true;
             for r in &ranges {
+                // The conversation's own range reaches its newest message at most.
+                let top = if r.id == id { r.hi.min(last) } else { r.hi };
+                complete &= progress(c, &r.id)? >= top;
+            }
+            Ok((ranges, complete))
+        })
+    }
+
+    /// Indexes conversation `id`'s whole history for recall (see
+    /// [`crate::Store::catch_up_recall`]), a batch per write.
+    pub(super) async fn catch_up_index(
+        &self,
+        tenant: &str,
+        id: &str,
+        budget: Option<std::time::Duration>,
+    ) -> Result<bool, StoreError> {
+        let started = std::time::Instant::now();
+        // Up to the newest message: the conversation's own range is open-ended.
+        let last = crate::Store::get_conversation(self, tenant, id)
+            .await?
+            .last_seq;
+        let behind = self.read(|c| {
+            let mut behind = Vec::new();
+            for r in recall_ranges(&forks::chain(c, tenant, id)?, last + 1) {
                 if progress(c, &r.id)? < r.hi {
-                    behind.push((r.id.clone(), r.hi));
+                    behind.push((r.id, r.hi));
                 }
             }
-            Ok((ranges, behind))
+            Ok(behind)
         })?;
+        let mut batches = 0;
         for (seg, hi) in behind {
             loop {
-                let (seg2, done) = (seg.clone(), hi);
+                if batches > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
+                    return Ok(false);
+                }
+                let seg2 = seg.clone();
                 let reached = self
                     .writer
-                    .write(move |tx| index_batch(tx, &seg2, done))
+                    .write(move |tx| index_batch(tx, &seg2, hi))
                     .await?;
+                batches += 1;
                 if reached >= hi {
                     break;
                 }
             }
         }
-        Ok(ranges)
+        Ok(true)
     }
 
     /// The lexical hits for `query` (see [`crate::Store::recall_lexical`]).
@@ -340,17 +373,15 @@ impl SqliteStore {
                 complete: true,
             });
         }
-        let hits = match query.scope {
+        let (hits, complete) = match query.scope {
             RecallScope::Conversation => {
-                let ranges = self.recall_index(tenant, id, query).await?;
-                self.read(|c| rank(c, &ranges, &query.terms, query.limit))?
+                let (ranges, complete) = self.recall_index(tenant, id, query)?;
+                let hits = self.read(|c| rank(c, &ranges, &query.terms, query.limit))?;
+                (hits, complete)
             }
-            RecallScope::Tenant => self.tenant_hits(tenant, id, query).await?,
+            RecallScope::Tenant => (self.tenant_hits(tenant, id, query).await?, true),
         };
-        Ok(RecallHits {
-            hits,
-            complete: true,
-        })
+        Ok(RecallHits { hits, complete })
     }
 
     /// FTS5 bm25 hits over the tenant's messages (`tenant` scope), the search index caught
