@@ -247,9 +247,58 @@ pub(crate) fn plan_appends(
     Ok(plan)
 }
 
+/// What a redaction leaves of a message's client id: `redacted:` and the SHA-256 of the id
+/// (lower-case hex). A client id may carry user data (an email, a ticket title); a retry
+/// only needs to be recognised, which the hash does.
+pub(crate) fn redacted_client_id(cid: &str) -> String {
+    use sha2::Digest;
+    if cid.starts_with(REDACTED_ID_PREFIX) {
+        return cid.to_string();
+    }
+    let digest = sha2::Sha256::digest(cid.as_bytes());
+    let mut out = String::with_capacity(REDACTED_ID_PREFIX.len() + 64);
+    out.push_str(REDACTED_ID_PREFIX);
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The prefix of [`redacted_client_id`].
+pub(crate) const REDACTED_ID_PREFIX: &str = "redacted:";
+
+/// The client ids to look up for a batch's `ids`: each as given and as a redaction left it,
+/// with the way back from a stored id to the id given. A retry of a redacted message is then
+/// recognised (and refused as a conflict: the text is gone), never stored again.
+pub(crate) fn lookup_ids(ids: &[&str]) -> (Vec<String>, HashMap<String, String>) {
+    let mut list = Vec::with_capacity(ids.len() * 2);
+    let mut back = HashMap::with_capacity(ids.len() * 2);
+    for id in ids {
+        let redacted = redacted_client_id(id);
+        for stored in [id.to_string(), redacted] {
+            if back.insert(stored.clone(), id.to_string()).is_none() {
+                list.push(stored);
+            }
+        }
+    }
+    (list, back)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redacted_client_id_is_a_hash_and_leads_back() {
+        let r = redacted_client_id("ticket: Jane Doe <jane@example.com>");
+        assert!(r.starts_with("redacted:") && r.len() == 9 + 64, "{r}");
+        assert!(!r.contains("jane"));
+        assert_eq!(redacted_client_id(&r), r, "redacting twice changes nothing");
+        let (list, back) = lookup_ids(&["a", "b", "a"]);
+        assert_eq!(list.len(), 4);
+        assert_eq!(back[&redacted_client_id("b")], "b");
+        assert_eq!(back["a"], "a");
+    }
     use crate::codec::encode;
     use crate::model::{MessageStatus, NewMessage};
     use recall_core::message::Message;

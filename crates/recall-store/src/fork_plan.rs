@@ -346,6 +346,14 @@ pub(crate) const DETACH: &str = "UPDATE conversations SET parent_id = NULL, fork
 
 /// Redacts message `$2` of conversation `$1`: `$3` the content, `$4`–`$7` tokens (o200k,
 /// cl100k), chars, flags of it; the metadata goes, the status records the redaction.
+/// The client id of message `$2` of conversation `$1` (a redaction replaces it by its hash).
+pub(crate) const CLIENT_ID_OF: &str =
+    "SELECT client_id FROM messages WHERE conversation_id = $1 AND seq = $2";
+
+/// Sets the client id of message `$2` of conversation `$1` to `$3`.
+pub(crate) const SET_CLIENT_ID: &str =
+    "UPDATE messages SET client_id = $3 WHERE conversation_id = $1 AND seq = $2";
+
 pub(crate) const REDACT_MESSAGE: &str = "UPDATE messages SET content = $3, metadata = NULL, \
      status = 'redacted', tokens_o200k = $4, tokens_cl100k = $5, chars = $6, flags = $7 \
      WHERE conversation_id = $1 AND seq = $2";

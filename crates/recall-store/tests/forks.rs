@@ -550,6 +550,49 @@ async fn redaction(s: &dyn Store) {
     s.compact().await.unwrap();
 }
 
+/// A redacted message keeps no client id in clear (it may carry user data), only what a
+/// retry needs to be recognised: the same id again is a conflict, and the text is not
+/// stored again, on a fork reading the message too (issue 33, item 11).
+async fn redaction_keeps_only_a_hash_of_the_client_id(s: &dyn Store) {
+    let a = new_conv(s, None).await;
+    let cid = "ticket 4417 from jane.doe@example.com";
+    let mut m = Message::text(Role::User, "my password is zebracorn42");
+    m.id = Some(cid.to_string());
+    s.append(T, &a, vec![NewMessage::complete(m.clone())])
+        .await
+        .unwrap();
+    s.redact_message(T, &a, 1).await.unwrap();
+    let stored = all_messages(s, T, &a).await;
+    let kept = stored[0].message.id.clone().unwrap_or_default();
+    assert!(kept.starts_with("redacted:"), "{kept}");
+    assert!(!kept.contains("jane") && !kept.contains("4417"), "{kept}");
+    // The client retries the original append: recognised, refused, nothing stored.
+    let err = s
+        .append(T, &a, vec![NewMessage::complete(m.clone())])
+        .await
+        .expect_err("a conflict");
+    assert!(
+        matches!(&err, StoreError::Conflict { seq: 1, .. }),
+        "{err:?}"
+    );
+    assert_eq!(all_messages(s, T, &a).await.len(), 1);
+    assert!(s
+        .search_messages(T, "zebracorn42", 10)
+        .await
+        .unwrap()
+        .is_empty());
+    // Other ids are unaffected; redacting twice changes nothing more.
+    let mut other = Message::text(Role::Assistant, "noted");
+    other.id = Some("reply-1".into());
+    s.append(T, &a, vec![NewMessage::complete(other)])
+        .await
+        .unwrap();
+    s.redact_message(T, &a, 1).await.unwrap();
+    let stored = all_messages(s, T, &a).await;
+    assert_eq!(stored[0].message.id.as_deref(), Some(kept.as_str()));
+    assert_eq!(stored[1].message.id.as_deref(), Some("reply-1"));
+}
+
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -582,6 +625,7 @@ suite!(
     fork_at_a_partial_reply,
     update_settings,
     redaction,
+    redaction_keeps_only_a_hash_of_the_client_id,
 );
 
 /// Whether `needle` occurs in the file at `path` (a missing file holds nothing).

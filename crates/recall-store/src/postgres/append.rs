@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
 
 use super::PgStore;
-use crate::append_plan::{plan_appends, replacement, Running, StoredId};
+use crate::append_plan::{lookup_ids, plan_appends, replacement, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::error::StoreError;
 use crate::fork_plan::Segment;
@@ -121,13 +121,14 @@ impl PgStore {
             .iter()
             .filter_map(|e| e.client_id.as_deref())
             .collect();
+        let (lookup, back) = lookup_ids(&ids);
         let mut seen = HashMap::new();
-        for chunk in ids.chunks(IDS_PER_LOOKUP) {
+        for chunk in lookup.chunks(IDS_PER_LOOKUP) {
             let sql = stored_ids_sql(chunk.len());
             let mut q =
                 sqlx::query_as::<_, (String, i64, String, String, Option<String>)>(&sql).bind(id);
             for cid in chunk {
-                q = q.bind(*cid);
+                q = q.bind(cid);
             }
             for (cid, seq, role, content, metadata) in q.fetch_all(&mut **tx).await? {
                 let stored = StoredId {
@@ -136,7 +137,9 @@ impl PgStore {
                     content,
                     metadata,
                 };
-                seen.insert(cid, stored);
+                if let Some(given) = back.get(&cid) {
+                    seen.insert(given.clone(), stored);
+                }
             }
         }
         Ok(seen)

@@ -17,9 +17,10 @@ use crate::error::StoreError;
 use crate::fork_plan::{
     apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
     fork_running, forks_of_sql, has_forks, owner, page_upto_sql, redaction, segments,
-    stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, COPY_STABLE_WINDOWS,
-    DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT, INSERT_FORK, LAST_CUM,
-    REDACT_MESSAGE, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF,
+    COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT,
+    INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT,
+    SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
 };
 use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
 use crate::statements::{
@@ -342,6 +343,21 @@ impl PgStore {
             .bind(f.flags())
             .execute(&mut *tx)
             .await?;
+        // The client id may carry user data: only its hash stays, for a retry to be
+        // recognised.
+        let cid: Option<String> = sqlx::query_scalar(CLIENT_ID_OF)
+            .bind(&o)
+            .bind(seq)
+            .fetch_one(&mut *tx)
+            .await?;
+        if let Some(cid) = cid {
+            sqlx::query(SET_CLIENT_ID)
+                .bind(&o)
+                .bind(seq)
+                .bind(crate::append_plan::redacted_client_id(&cid))
+                .execute(&mut *tx)
+                .await?;
+        }
         let delta = replacement((&old_f, &role), (f, e.role));
         let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = delta;
         // The forks' documents may hold the message's words (`DROP_RECALL_INDEX`), under the

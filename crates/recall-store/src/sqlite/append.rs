@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Transaction};
 
 use super::conn::named;
 use super::forks::stable_rows;
-use crate::append_plan::{plan_appends, Running, StoredId};
+use crate::append_plan::{lookup_ids, plan_appends, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::error::StoreError;
 use crate::model::{Appended, Figures};
@@ -59,8 +59,9 @@ fn stored_ids(
         .iter()
         .filter_map(|e| e.client_id.as_deref())
         .collect();
+    let (lookup, back) = lookup_ids(&ids);
     let mut seen = HashMap::new();
-    for chunk in ids.chunks(IDS_PER_LOOKUP) {
+    for chunk in lookup.chunks(IDS_PER_LOOKUP) {
         let mut stmt = tx.prepare_cached(&stored_ids_sql(chunk.len()))?;
         // `$1`, then `$2`… in order of first appearance: positions are the numbers.
         stmt.raw_bind_parameter(1, id)?;
@@ -75,7 +76,10 @@ fn stored_ids(
                 content: row.get(3)?,
                 metadata: row.get(4)?,
             };
-            seen.insert(row.get(0)?, stored);
+            let stored_id: String = row.get(0)?;
+            if let Some(given) = back.get(&stored_id) {
+                seen.insert(given.clone(), stored);
+            }
         }
     }
     Ok(seen)

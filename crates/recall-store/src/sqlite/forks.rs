@@ -12,9 +12,9 @@ use crate::error::StoreError;
 use crate::fork_plan::{
     apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
     fork_running, has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
-    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, COPY_STABLE_WINDOWS, DESCENDANTS,
-    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SHIFT_TOTALS,
-    STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS,
+    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SET_CLIENT_ID,
+    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
 };
 use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
 use crate::statements::{
@@ -304,6 +304,15 @@ pub(super) fn redact(
         ])
         .as_slice(),
     )?;
+    // The client id may carry user data: only its hash stays, for a retry to be recognised.
+    let cid: Option<String> = tx
+        .prepare_cached(CLIENT_ID_OF)?
+        .query_row(named(&[&o, &seq]).as_slice(), |r| r.get(0))?;
+    if let Some(cid) = cid {
+        let hashed = crate::append_plan::redacted_client_id(&cid);
+        tx.prepare_cached(SET_CLIENT_ID)?
+            .execute(named(&[&o, &seq, &hashed]).as_slice())?;
+    }
     let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = replacement((&old_f, &role), (f, e.role));
     let mut readers: Vec<String> = tx
         .prepare_cached(DESCENDANTS_READING)?
