@@ -52,13 +52,8 @@ impl Answer {
     }
 }
 
-async fn anthropic(s: &Server, conv: Option<&str>, body: Value) -> Answer {
-    let mut req = s
-        .client
-        .post(format!("{}/anthropic/v1/messages", s.base))
-        .header("x-api-key", &s.key_a)
-        .header("anthropic-version", "2023-06-01")
-        .json(&body);
+/// Sends a gateway request naming conversation `conv` (if any) and reads the answer.
+async fn send(mut req: reqwest::RequestBuilder, conv: Option<&str>) -> Answer {
     if let Some(c) = conv {
         req = req.header("x-recall-conversation", c);
     }
@@ -77,6 +72,16 @@ async fn anthropic(s: &Server, conv: Option<&str>, body: Value) -> Answer {
         mode,
         body,
     }
+}
+
+async fn anthropic(s: &Server, conv: Option<&str>, body: Value) -> Answer {
+    let req = s
+        .client
+        .post(format!("{}/anthropic/v1/messages", s.base))
+        .header("x-api-key", &s.key_a)
+        .header("anthropic-version", "2023-06-01")
+        .json(&body);
+    send(req, conv).await
 }
 
 fn sse_text(body: &str) -> String {
@@ -434,30 +439,13 @@ fn message_cap(bytes: usize) -> recall_server::HttpLimits {
 }
 
 async fn openai_call(s: &Server, conv: Option<&str>, body: Value) -> Answer {
-    let mut req = s
+    let req = s
         .client
         .post(format!("{}/openai/v1/chat/completions", s.base))
         .bearer_auth(&s.key_a)
         .header("anthropic-beta", "prompt-caching-2024-07-31")
         .json(&body);
-    if let Some(c) = conv {
-        req = req.header("x-recall-conversation", c);
-    }
-    let res = req.send().await.unwrap();
-    let h = |n: &str| {
-        res.headers()
-            .get(n)
-            .map(|v| v.to_str().unwrap().to_string())
-    };
-    let (conversation, mode) = (h("x-recall-conversation"), h("x-recall-mode"));
-    let status = res.status().as_u16();
-    let body = res.text().await.unwrap_or_default();
-    Answer {
-        status,
-        conversation,
-        mode,
-        body,
-    }
+    send(req, conv).await
 }
 
 /// An upstream 401 that echoes the key it was sent (some providers and proxies do) reaches

@@ -95,6 +95,25 @@ fn body_of(response: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A WebSocket client on conversation `id`'s chat socket, with key A.
+async fn ws_connect(
+    s: &common::Server,
+    id: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>> {
+    let url = format!(
+        "{}/v1/conversations/{id}/ws",
+        s.base.replace("http://", "ws://")
+    );
+    let mut req =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
+            .unwrap();
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", s.key_a).parse().unwrap(),
+    );
+    tokio_tungstenite::connect_async(req).await.unwrap().0
+}
+
 /// A WebSocket upgrade request with `extra` header lines.
 fn upgrade(path: &str, extra: &str) -> Vec<u8> {
     format!(
@@ -734,18 +753,7 @@ async fn idle_websockets_are_pinged_then_closed() {
         "closed with 1001: {got:?}"
     );
 
-    let url = format!(
-        "{}/v1/conversations/{id}/ws",
-        s.base.replace("http://", "ws://")
-    );
-    let mut req =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
-            .unwrap();
-    req.headers_mut().insert(
-        "authorization",
-        format!("Bearer {}", s.key_a).parse().unwrap(),
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut ws = ws_connect(&s, &id).await;
     let started = Instant::now();
     let mut pings = 0;
     while started.elapsed() < Duration::from_secs(5) {
@@ -841,18 +849,7 @@ async fn oversized_websocket_frames_are_refused_unread() {
         return;
     };
     let id = s.new_conversation(&s.key_a, json!({})).await;
-    let url = format!(
-        "{}/v1/conversations/{id}/ws",
-        s.base.replace("http://", "ws://")
-    );
-    let mut req =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
-            .unwrap();
-    req.headers_mut().insert(
-        "authorization",
-        format!("Bearer {}", s.key_a).parse().unwrap(),
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut ws = ws_connect(&s, &id).await;
     // A masked text frame announcing 10 MB, of which 1 KB is sent.
     let mut frame = vec![0x81u8, 0xFF];
     frame.extend_from_slice(&(10u64 << 20).to_be_bytes());

@@ -194,6 +194,35 @@ pub(crate) const EARLIER_SOURCE: &str = "SELECT seq, role, content, created_at F
      WHERE conversation_id = $1 AND seq <= $2 AND role <> 'system' ORDER BY seq DESC LIMIT $3";
 
 /// Conversation `$1`'s parent and fork point (both NULL for a conversation that is no fork).
+/// The catch-up of both stores (`Store::catch_up_recall`): `index_batch(segment, hi)` over
+/// every range `behind` until each reaches its `hi`, or, with a `budget`, until a batch ends
+/// past it (one batch at least). True when everything was reached.
+pub(crate) async fn catch_up<F, Fut>(
+    behind: Vec<(String, i64)>,
+    budget: Option<std::time::Duration>,
+    mut index_batch: F,
+) -> Result<bool, StoreError>
+where
+    F: FnMut(String, i64) -> Fut,
+    Fut: std::future::Future<Output = Result<i64, StoreError>>,
+{
+    let started = std::time::Instant::now();
+    let mut batches = 0;
+    for (seg, hi) in behind {
+        loop {
+            if batches > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
+                return Ok(false);
+            }
+            let reached = index_batch(seg.clone(), hi).await?;
+            batches += 1;
+            if reached >= hi {
+                break;
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// Conversation `$1`'s newest seq: where its own (open-ended) range of the index ends.
 pub(crate) const LAST_SEQ: &str = "SELECT last_seq FROM conversations WHERE id = $1";
 

@@ -246,26 +246,12 @@ impl PgStore {
         id: &str,
         budget: Option<std::time::Duration>,
     ) -> Result<bool, StoreError> {
-        let started = std::time::Instant::now();
-        // Up to the newest message: the conversation's own range is open-ended.
-        let last = crate::Store::get_conversation(self, tenant, id)
-            .await?
-            .last_seq;
-        let (_, behind) = self.recall_index(tenant, id, last + 1).await?;
-        let mut batches = 0;
-        for (seg, hi) in behind {
-            loop {
-                if batches > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
-                    return Ok(false);
-                }
-                let reached = self.index_batch(&seg, hi).await?;
-                batches += 1;
-                if reached >= hi {
-                    break;
-                }
-            }
-        }
-        Ok(true)
+        // Every range, the conversation's own up to its newest message.
+        let (_, behind) = self.recall_index(tenant, id, i64::MAX).await?;
+        crate::recall_plan::catch_up(behind, budget, |seg, hi| async move {
+            self.index_batch(&seg, hi).await
+        })
+        .await
     }
 
     /// The lexical hits over `ranges` (see `recall_plan`): two statements, the figures and

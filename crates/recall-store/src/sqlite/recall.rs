@@ -326,7 +326,6 @@ impl SqliteStore {
         id: &str,
         budget: Option<std::time::Duration>,
     ) -> Result<bool, StoreError> {
-        let started = std::time::Instant::now();
         // Up to the newest message: the conversation's own range is open-ended.
         let last = crate::Store::get_conversation(self, tenant, id)
             .await?
@@ -340,24 +339,10 @@ impl SqliteStore {
             }
             Ok(behind)
         })?;
-        let mut batches = 0;
-        for (seg, hi) in behind {
-            loop {
-                if batches > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
-                    return Ok(false);
-                }
-                let seg2 = seg.clone();
-                let reached = self
-                    .writer
-                    .write(move |tx| index_batch(tx, &seg2, hi))
-                    .await?;
-                batches += 1;
-                if reached >= hi {
-                    break;
-                }
-            }
-        }
-        Ok(true)
+        crate::recall_plan::catch_up(behind, budget, |seg, hi| {
+            self.writer.write(move |tx| index_batch(tx, &seg, hi))
+        })
+        .await
     }
 
     /// The lexical hits for `query` (see [`crate::Store::recall_lexical`]).
