@@ -36,6 +36,12 @@
 //! per 1,000 appended messages are counted as the engine would make them (calls of at most
 //! 6,000 tokens of messages, `compaction_chunks`), and printed as the cost table.
 //!
+//! Per turn (issue 37), on the chat workload: the tokens a provider cache can serve (the prefix
+//! shared with the previous request) and those it cannot, with the turns whose uncached part
+//! exceeds the recall budget plus the messages from the previous question on; such a turn is
+//! allowed only where the stable window's start moved or a new summary was committed (the
+//! bench fails on any other).
+//!
 //! Run: `cargo bench -p recall-engine --bench cache_reuse`
 // Bench code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -148,6 +154,28 @@ impl Sums {
     }
 }
 
+/// The request of one turn under `row`'s policy, with the committed `summary` if any.
+fn request(
+    row: &Row,
+    format: Format,
+    tokenizer: Option<recall_core::tokens::Tokenizer>,
+    summary: &Option<(usize, String)>,
+) -> ContextRequest {
+    ContextRequest {
+        overrides: PolicyOverrides {
+            max_tokens: Some(Count::from(row.max_tokens)),
+            recall_tokens: row.recall_tokens.map(Count::from),
+            summarize: row.summary_tokens.map(|_| true),
+            summary_tokens: row.summary_tokens.map(Count::from),
+            trim: Some(row.trim),
+            tokenizer,
+            ..PolicyOverrides::default()
+        },
+        summary: summary.as_ref().map(|(_, t)| t.clone()),
+        ..ContextRequest::new(format)
+    }
+}
+
 fn reuse(messages: &[InputMessage], row: &Row, format: Format) -> Sums {
     let mut sums = Sums {
         appended: messages.len() as u64,
@@ -169,18 +197,7 @@ fn reuse(messages: &[InputMessage], row: &Row, format: Format) -> Sums {
             skipped: 0,
             warnings: Vec::new(),
         };
-        let req = ContextRequest {
-            overrides: PolicyOverrides {
-                max_tokens: Some(Count::from(row.max_tokens)),
-                recall_tokens: row.recall_tokens.map(Count::from),
-                summarize: row.summary_tokens.map(|_| true),
-                summary_tokens: row.summary_tokens.map(Count::from),
-                trim: Some(row.trim),
-                ..PolicyOverrides::default()
-            },
-            summary: summary.as_ref().map(|(_, t)| t.clone()),
-            ..ContextRequest::new(format)
-        };
+        let req = request(row, format, None, &summary);
         let out = build_context(&conv, &req).expect("context");
         if let Some(budget) = row.summary_tokens {
             compact_after(&mut summary, &mut sums, messages, &out, u64::from(budget));
@@ -194,6 +211,148 @@ fn reuse(messages: &[InputMessage], row: &Row, format: Format) -> Sums {
         previous = Some(text);
     }
     sums
+}
+
+/// Tokens of every turn of one row, for the per-turn table: what a provider cache can serve
+/// (the request's prefix shared with the previous request) and what it cannot (the rest),
+/// and the turns whose uncached part exceeds the recall budget plus the messages from the
+/// previous question on, by cause.
+#[derive(Default)]
+struct TurnCosts {
+    cached: Vec<u64>,
+    uncached: Vec<u64>,
+    /// Over the bound because the stable window's start moved (a jump shares nothing).
+    over_window_moved: usize,
+    /// Over the bound because a new summary was committed.
+    over_summary: usize,
+    /// Over the bound for any other reason: a defect (the bench fails).
+    over_other: Vec<String>,
+}
+
+/// Per-message framing a rendered prompt adds around a message's text, in tokens (its turn
+/// label and the separator before it; generous).
+const FRAMING_TOKENS: u64 = 16;
+
+fn per_turn(messages: &[InputMessage], row: &Row, costs: &mut TurnCosts) {
+    use recall_core::tokens::TokenCounter;
+    let counter = recall_core::tokens::Tokenizer::O200k;
+    let mut previous: Option<(String, usize, Option<usize>, Option<String>)> = None;
+    let mut summary: Option<(usize, String)> = None;
+    let mut scratch = Sums::default();
+    for end in 1..=messages.len() {
+        let last = &messages[end - 1].message;
+        if last.role != Role::User || !last.has_text() {
+            continue;
+        }
+        let conv = Conversation {
+            system: Some("You are a helpful assistant.".into()),
+            messages: messages[..end].to_vec(),
+            skipped: 0,
+            warnings: Vec::new(),
+        };
+        let req = request(row, Format::Transcript, Some(counter), &summary);
+        let out = build_context(&conv, &req).expect("context");
+        let text = text_of(&out.prompt);
+        let first = out.kept.first().map(|k| k.index);
+        let summary_text = summary.as_ref().map(|(_, t)| t.clone());
+        if let Some(budget) = row.summary_tokens {
+            compact_after(
+                &mut summary,
+                &mut scratch,
+                messages,
+                &out,
+                u64::from(budget),
+            );
+        }
+        if end > FIRST_TURN {
+            if let Some((prev, prev_end, prev_first, prev_summary)) = &previous {
+                let mut shared = common_prefix(prev, &text);
+                while !text.is_char_boundary(shared) {
+                    shared -= 1;
+                }
+                let cached = counter.count(&text[..shared]) as u64;
+                let uncached = counter.count(&text[shared..]) as u64;
+                // The previous question and everything after it are new to this request's
+                // tail (the previous recalled section sat just before that question).
+                let new: u64 = messages[prev_end - 1..end]
+                    .iter()
+                    .map(|m| {
+                        counter.count(&recall_core::extract::measured_text(&m.message)) as u64
+                            + FRAMING_TOKENS
+                    })
+                    .sum();
+                let bound = u64::from(row.recall_tokens.unwrap_or(0)) + new;
+                if uncached > bound {
+                    if first != *prev_first {
+                        costs.over_window_moved += 1;
+                    } else if summary_text != *prev_summary {
+                        costs.over_summary += 1;
+                    } else {
+                        costs.over_other.push(format!(
+                            "{}: turn ending at message {end}: {uncached} uncached tokens > {bound}",
+                            row.name
+                        ));
+                    }
+                }
+                costs.cached.push(cached);
+                costs.uncached.push(uncached);
+            }
+        }
+        previous = Some((text, end, first, summary_text));
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The per-turn table (issue 37): for each row, on the chat workload in the `transcript`
+/// format (a text prompt: its tokens are the model's, with no JSON escaping to count), the
+/// tokens a provider cache can serve and those it cannot, per turn.
+fn per_turn_table(conversations: &[Vec<InputMessage>]) {
+    println!(
+        "Per turn, chat workload, transcript (o200k tokens; bound: the recall budget plus the \
+         messages from the previous question on, {FRAMING_TOKENS} tokens of framing each):\n"
+    );
+    println!(
+        "| window | turns | mean cached | mean uncached | uncached p50 / p95 / max | over the bound: window moved / summary committed / other |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut defects = Vec::new();
+    for row in &ROWS {
+        let mut c = TurnCosts::default();
+        for m in conversations {
+            per_turn(m, row, &mut c);
+        }
+        let n = c.uncached.len().max(1) as f64;
+        let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / n;
+        let mut sorted = c.uncached.clone();
+        sorted.sort_unstable();
+        println!(
+            "| {} | {} | {:.0} | {:.0} | {} / {} / {} | {} / {} / {} |",
+            row.name,
+            c.uncached.len(),
+            mean(&c.cached),
+            mean(&c.uncached),
+            percentile(&sorted, 0.5),
+            percentile(&sorted, 0.95),
+            sorted.last().copied().unwrap_or(0),
+            c.over_window_moved,
+            c.over_summary,
+            c.over_other.len()
+        );
+        defects.extend(c.over_other);
+    }
+    println!();
+    assert!(
+        defects.is_empty(),
+        "turns whose uncached tokens exceed the recall budget plus the new messages with \
+         neither a window move nor a new summary:\n{}",
+        defects.join("\n")
+    );
 }
 
 /// After a turn: when its window starts past the summary in force, the summariser writes the
@@ -333,6 +492,7 @@ fn embedder_row(quick: bool) -> Option<(String, Sums)> {
             recall_engine::Limits::default(),
         ))
         .unwrap()
+        .with_index_budget(None)
         .with_embedder(std::sync::Arc::from(embedder));
     let model = engine.embedder().unwrap().model().to_string();
     let mut all = Sums::default();
@@ -434,6 +594,7 @@ fn main() {
         ),
         &chats,
     );
+    per_turn_table(&chats);
     if let Some((model, s)) = embedder_row(quick) {
         println!(
             "With an embedder ({model}; stored conversations on SQLite, `Engine::context`, \
