@@ -62,7 +62,7 @@ pub use section::{
 pub use terms::{
     is_stop_word, query_terms, stem, stems, words, MAX_TERMS, MAX_TERM_BYTES, STOP_WORDS,
 };
-pub use vector::{dot, vector_from_bytes, vector_to_bytes, CosineTop};
+pub use vector::{dot, dot_bytes, vector_from_bytes, vector_to_bytes, CosineTop};
 
 use crate::message::Message;
 use crate::policy::RecallScope;

@@ -3,7 +3,7 @@
 
 use futures::TryStreamExt;
 use recall_core::policy::RecallScope;
-use recall_core::recall::{vector_from_bytes, vector_to_bytes, CosineTop, RecallQuery};
+use recall_core::recall::{vector_to_bytes, CosineTop, RecallQuery};
 use sqlx::Row;
 
 use super::{stored_at, PgStore};
@@ -126,9 +126,7 @@ impl PgStore {
             let conv: Option<String> = row.try_get(0)?;
             let seq: i64 = row.try_get(1)?;
             let bytes: Vec<u8> = row.try_get(2)?;
-            if let Some(v) = vector_from_bytes(&bytes) {
-                top.push(conv, seq, &v);
-            }
+            top.push_bytes(conv, seq, &bytes);
         }
         Ok(RecallHits {
             hits: top.finish(),

@@ -2,7 +2,7 @@
 //! vectors on the writer, and the brute-force cosine ranking over what is stored.
 
 use recall_core::policy::RecallScope;
-use recall_core::recall::{vector_from_bytes, vector_to_bytes, CosineTop, RecallQuery};
+use recall_core::recall::{vector_to_bytes, CosineTop, RecallQuery};
 
 use super::conn::{named, stored_message};
 use super::SqliteStore;
@@ -118,9 +118,7 @@ impl SqliteStore {
                     .get_ref(2)?
                     .as_blob()
                     .map_err(|e| StoreError::Corrupt(format!("vector of seq {seq}: {e}")))?;
-                if let Some(v) = vector_from_bytes(bytes) {
-                    top.push(conv, seq, &v);
-                }
+                top.push_bytes(conv, seq, bytes);
             }
             Ok(RecallHits {
                 hits: top.finish(),
