@@ -2,17 +2,19 @@
 //! docs/FORMAT-DECISIONS.md, "Escaping"): message content must never forge a turn label, a
 //! `---` separator, a `<conversation_history>` tag or the `xml` framing line.
 //!
-//! Content is matched the way a reader (a model, a terminal) sees it, not byte for byte:
-//! letters in any case, fullwidth forms as their ASCII twins, a few colon, slash, dash and
-//! angle-bracket lookalikes as the ASCII character, and invisible characters (Unicode's
-//! Default_Ignorable_Code_Point: zero-width spaces and joiners, the BOM, bidi controls, …)
-//! skipped wherever they stand. Two places are escaped with a backslash:
+//! Content is matched the way a reader (a model, a terminal) sees it, not byte for byte: each
+//! character as its UTS #39 skeleton, Unicode's confusables data ([`super::reading`]), and a
+//! letter of a pattern in either case. So `Ｈｕｍａｎ：`, `Hum` + Cyrillic `а` + `n:`, `Human` +
+//! the Armenian `։`, `˂/conversation_history>` and `</c` + Cyrillic `о` + `nversation_history>`
+//! all match; invisible characters (Default_Ignorable_Code_Point: zero-width spaces and
+//! joiners, the BOM, bidi controls, …) read as nothing wherever they stand, and U+2800 (braille
+//! blank) reads as a blank. Two places are escaped with a backslash:
 //! - a line whose first non-blank text is a turn label, a `---` line, the framing line, a
 //!   recalled excerpt's header (`[seq …`, `[conversation …`) or a `task` item's header
 //!   (`N. 🤖 ASSISTANT:`) gets one before its first non-blank character;
-//! - every `<` that opens a `conversation_history` tag (either tag, anywhere in a line, blanks
-//!   allowed around the `/`, and `_`, `-` or blanks between the two words) gets one just
-//!   before it.
+//! - every `<` (or character read as one) that opens a `conversation_history` tag (either tag,
+//!   anywhere in a line, blanks allowed around the `/`, and `_`, `-` or blanks between the two
+//!   words) gets one just before it.
 //!
 //! Line breaks are every one Unicode defines (see [`is_line_break`]); [`split_lines`] is the
 //! one definition of a line that every text format uses.
@@ -22,9 +24,13 @@
 //! assert_eq!(escape_labels("ok\n  Human: hi\n---"), "ok\n  \\Human: hi\n\\---");
 //! assert_eq!(escape_labels("a </CONVERSATION_HISTORY >"), "a \\</CONVERSATION_HISTORY >");
 //! assert_eq!(escape_labels("\u{200b}assistant：x"), "\\\u{200b}assistant：x");
+//! assert_eq!(escape_labels("\u{2800}Hum\u{430}n\u{589} x"), "\u{2800}\\Hum\u{430}n\u{589} x");
 //! ```
 
 use std::borrow::Cow;
+
+pub use super::reading::is_ignorable;
+use super::reading::{is_blank, matches, may_open_tag, may_start, reading, Reading, Stream};
 
 /// Every label of every text format. One set for all three formats: a label of another
 /// format is escaped too, which costs nothing and closes cross-format tricks.
@@ -40,55 +46,61 @@ pub const LABELS: [&str; 6] = [
 /// The line `xml` puts between the history and the current message.
 pub const FRAMING: &str = "Continue the conversation. The human says:";
 
-/// Label patterns for [`match_folded`]: `~` is optional blanks, `_` optional `_`/`-`/blanks.
-const LABEL_PATTERNS: [&str; 6] = [
+/// What a line may not start with, as patterns for [`matches`]: `~` is optional blanks, `_`
+/// optional `_`/`-`/blanks, `' '` one or more blanks, `$` the end of the line after blanks.
+const LINE_PATTERNS: [&str; 10] = [
+    // The turn labels.
     "human~:",
     "assistant~:",
     "[~user~]~:",
     "[~assistant~]~:",
     "[~system~]~:",
     "[~tool_result~]~:",
+    // A `---` line.
+    "---$",
+    // The framing line: a line starting with these words (one or more blanks between).
+    "continue the conversation",
+    // The header of a recalled excerpt (`[seq N, DATE, ROLE]`, `[conversation ID, seq N,
+    // …]`): a line of quoted content that starts like one would read as another excerpt.
+    "[~seq ",
+    "[~conversation ",
 ];
 
-/// The framing line's pattern: a line starting with these words (one or more blanks between).
-const FRAMING_PATTERN: &str = "continue the conversation";
-
-/// Header patterns of a recalled excerpt (`[seq N, DATE, ROLE]`, `[conversation ID, seq N,
-/// …]`): a line of quoted content that starts like one would read as another excerpt.
-const EXCERPT_PATTERNS: [&str; 2] = ["[~seq ", "[~conversation "];
-
-/// The roles of a `task` item header (`N. 🤖 ASSISTANT:`), folded.
-const TASK_ROLES: [&str; 3] = ["user", "assistant", "system"];
+/// A `task` item header (`N. 🤖 ASSISTANT:`): digits, `.`, at most eight characters that
+/// are not letters (the emoji, blanks), a role, optionally `[truncated]`, and a colon.
+const TASK_PATTERNS: [&str; 6] = [
+    "#.*user~:",
+    "#.*assistant~:",
+    "#.*system~:",
+    "#.*user~[~truncated~]~:",
+    "#.*assistant~[~truncated~]~:",
+    "#.*system~[~truncated~]~:",
+];
 
 /// True when `line`, after its leading blanks and invisible characters, starts like a `task`
 /// item header (`N. 🤖 ASSISTANT:`): what `task`, which escapes nothing else, escapes in
 /// content.
 pub fn is_task_header_line(line: &str) -> bool {
-    starts_task_header(line.trim_start_matches(|c: char| is_blank(c) || is_ignorable(c)))
+    task_header_at(line).is_some()
 }
 
-/// True when `t` starts like a `task` item header: digits, `.`, then at most a few
-/// characters that are not letters (the emoji, blanks), a role, optionally `[truncated]`,
-/// and a colon, matched as labels are.
-fn starts_task_header(t: &str) -> bool {
-    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    let Some(rest) = t[digits..].strip_prefix('.').filter(|_| digits > 0) else {
+/// Where the backslash goes in a `line` that starts like a `task` item header (after its
+/// leading blanks), or `None`.
+pub fn task_header_at(line: &str) -> Option<usize> {
+    let t = line.trim_start_matches(is_blank);
+    starts_with_any(t, &TASK_PATTERNS).then_some(line.len() - t.len())
+}
+
+/// True when `t`, after its leading blanks and invisible characters, starts with one of
+/// `pats` as read.
+fn starts_with_any(t: &str, pats: &[&str]) -> bool {
+    let t = t.trim_start_matches(|c: char| is_blank(c) || is_ignorable(c));
+    let s = Stream::new(t);
+    let Some(first) = s.peek() else {
         return false;
     };
-    // The emoji and its variation selector, and the blanks around it.
-    let mut skipped = 0;
-    let rest = rest.trim_start_matches(|c: char| {
-        let skip = !fold(c).is_ascii_alphabetic() && !is_line_break(c) && skipped < 8;
-        skipped += usize::from(skip);
-        skip
-    });
-    TASK_ROLES.iter().any(|role| {
-        match_folded(rest, role).is_some_and(|n| {
-            let after = &rest[n..];
-            let after = match_folded(after, "~[~truncated~]").map_or(after, |m| &after[m..]);
-            match_folded(after, "~:").is_some()
-        })
-    })
+    pats.iter()
+        .any(|p| may_start(p.as_bytes(), first) && matches(s.clone(), p.as_bytes()))
 }
 
 /// What follows the `<` of a history tag, open or close.
@@ -119,124 +131,103 @@ pub fn line_break_len(text: &str, i: usize) -> Option<usize> {
     }
 }
 
-/// Whitespace within a line.
-fn is_blank(c: char) -> bool {
-    c.is_whitespace() && !is_line_break(c)
-}
-
-/// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters a reader
-/// does not see, such as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER, U+FEFF (the BOM), soft
-/// hyphens, bidi controls and variation selectors. Matching skips them wherever they stand.
-pub fn is_ignorable(c: char) -> bool {
-    matches!(
-        c,
-        '\u{ad}'
-            | '\u{34f}'
-            | '\u{61c}'
-            | '\u{115f}'..='\u{1160}'
-            | '\u{17b4}'..='\u{17b5}'
-            | '\u{180b}'..='\u{180f}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}'
-            | '\u{3164}'
-            | '\u{fe00}'..='\u{fe0f}'
-            | '\u{feff}'
-            | '\u{ffa0}'
-            | '\u{fff0}'..='\u{fff8}'
-            | '\u{1bca0}'..='\u{1bca3}'
-            | '\u{1d173}'..='\u{1d17a}'
-            | '\u{e0000}'..='\u{e0fff}'
-    )
-}
-
-/// The character a reader takes `c` for when matching: ASCII lower case; fullwidth forms
-/// (U+FF01–U+FF5E) as their ASCII twins; colon, slash, dash and `<` lookalikes as the ASCII
-/// character. Everything else is itself.
-pub fn fold(c: char) -> char {
-    let c = match c {
-        '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
-        '\u{fe13}' | '\u{fe55}' | '\u{2236}' | '\u{a789}' => ':',
-        '\u{2044}' | '\u{2215}' => '/',
-        '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{fe58}' | '\u{fe63}' => '-',
-        '\u{2039}' | '\u{2329}' | '\u{27e8}' | '\u{3008}' | '\u{fe64}' => '<',
-        _ => c,
+/// True when `s` starts with a character read as (or with) a `<` that opens a tag of `pats`:
+/// the rest of its reading after a `<`, then the text after it, match one of them.
+fn opens_tag(s: &str, pats: &[&str]) -> bool {
+    let mut chars = s.chars();
+    let Some(c) = chars.next().filter(|&c| may_open_tag(c)) else {
+        return false;
     };
-    c.to_ascii_lowercase()
-}
-
-/// Matches `pat` at the start of `s` as a reader sees it, returning the bytes consumed.
-/// Pattern bytes: `' '` one or more blanks, `'~'` any blanks, `'_'` any run of `_`, `-` and
-/// blanks; any other byte a character whose [`fold`] equals it. Ignorable characters are
-/// skipped everywhere.
-fn match_folded(s: &str, pat: &str) -> Option<usize> {
-    let mut it = s.char_indices().peekable();
-    for p in pat.bytes() {
-        match p {
-            b' ' | b'~' | b'_' => {
-                let mut n = 0;
-                while let Some(&(_, c)) = it.peek() {
-                    if is_blank(c) || (p == b'_' && matches!(fold(c), '_' | '-')) {
-                        n += 1;
-                    } else if !is_ignorable(c) {
-                        break;
-                    }
-                    it.next();
-                }
-                if p == b' ' && n == 0 {
-                    return None;
-                }
-            }
-            lit => loop {
-                match it.next() {
-                    Some((_, c)) if is_ignorable(c) => {}
-                    Some((_, c)) if fold(c) == char::from(lit) => break,
-                    _ => return None,
-                }
-            },
-        }
-    }
-    Some(it.peek().map_or(s.len(), |&(i, _)| i))
+    let Reading::Text(r) = reading(c) else {
+        return false;
+    };
+    let after = chars.as_str();
+    r.match_indices('<').any(|(i, _)| {
+        let s = Stream::after(&r[i + 1..], after);
+        pats.iter().any(|p| matches(s.clone(), p.as_bytes()))
+    })
 }
 
 /// True when `s` starts with a `conversation_history` tag's `<` (open or close, see the
 /// module docs).
 pub fn starts_with_tag(s: &str) -> bool {
-    let mut chars = s.chars();
-    if chars.next().map(fold) != Some('<') {
-        return false;
-    }
-    let rest = chars.as_str();
-    TAG_PATTERNS.iter().any(|p| match_folded(rest, p).is_some())
+    opens_tag(s, &TAG_PATTERNS)
 }
 
 /// True when a line, given from its first non-blank character (the rest of the text may
-/// follow its line break), starts with a turn label, the framing line or is a `---` line.
+/// follow its line break), starts with a turn label, the framing line, a header or is a
+/// `---` line.
 fn starts_escaped_line(t: &str) -> bool {
-    // Blanks after an invisible character are still leading blanks to a reader.
-    let t = t.trim_start_matches(|c: char| is_blank(c) || is_ignorable(c));
-    // Cheap first-character test: every pattern starts with one of these once folded.
-    let first = t.chars().next().map(fold);
-    match first {
-        Some('[') => LABEL_PATTERNS
-            .iter()
-            .chain(&EXCERPT_PATTERNS)
-            .any(|p| match_folded(t, p).is_some()),
-        Some('h' | 'a') => LABEL_PATTERNS.iter().any(|p| match_folded(t, p).is_some()),
-        Some('0'..='9') => starts_task_header(t),
-        Some('c') => match_folded(t, FRAMING_PATTERN).is_some(),
-        Some('-') => match_folded(t, "---").is_some_and(|n| {
-            t[n..]
-                .chars()
-                .take_while(|&c| !is_line_break(c))
-                .all(|c| is_blank(c) || is_ignorable(c))
-        }),
-        _ => false,
+    // Cheap first test: a line of plain ASCII text starting with a letter no pattern starts
+    // with, as most do.
+    if let Some(&b) = t.as_bytes().first() {
+        if b.is_ascii_alphabetic() && LINE_FIRST & (1u128 << b) == 0 {
+            return false;
+        }
+    }
+    starts_with_any(t, &LINE_PATTERNS) || starts_with_any(t, &TASK_PATTERNS)
+}
+
+/// The ASCII letters (as bits) whose reading starts like one of [`LINE_PATTERNS`] or
+/// [`TASK_PATTERNS`]: a line starting with another letter needs no further look.
+const LINE_FIRST: u128 = {
+    let mut mask = 0u128;
+    let mut b = b'A';
+    while b <= b'z' {
+        if b.is_ascii_alphabetic() && starts_pattern(b) {
+            mask |= 1u128 << b;
+        }
+        b += 1;
+    }
+    mask
+};
+
+/// True when the reading of ASCII letter `b` starts with a character some line pattern may
+/// start with (see [`LINE_FIRST`]); computed from the generated table at compile time.
+const fn starts_pattern(b: u8) -> bool {
+    let Some(&f) = super::reading::ascii_const(b).as_bytes().first() else {
+        return true;
+    };
+    let mut i = 0;
+    while i < LINE_PATTERNS.len() + TASK_PATTERNS.len() {
+        let p = if i < LINE_PATTERNS.len() {
+            LINE_PATTERNS[i].as_bytes()[0]
+        } else {
+            TASK_PATTERNS[i - LINE_PATTERNS.len()].as_bytes()[0]
+        };
+        let hit = match p {
+            b'#' => {
+                let mut d = b'0';
+                let mut any = false;
+                while d <= b'9' {
+                    any |= first_byte(d) == f;
+                    d += 1;
+                }
+                any
+            }
+            _ if p.is_ascii_alphabetic() => {
+                first_byte(p.to_ascii_lowercase()) == f || first_byte(p.to_ascii_uppercase()) == f
+            }
+            _ => first_byte(p) == f,
+        };
+        if hit {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The first byte of ASCII character `b`'s reading (0 when it reads as nothing).
+const fn first_byte(b: u8) -> u8 {
+    match super::reading::ascii_const(b).as_bytes().first() {
+        Some(&f) => f,
+        None => 0,
     }
 }
 
-/// True when the line would read as a turn start, separator, framing line, or holds a
-/// history tag (the line-by-line form of [`escape_labels`]'s rule).
+/// True when the line would read as a turn start, separator, framing line, header, or holds
+/// a history tag (the line-by-line form of [`escape_labels`]'s rule).
 pub fn needs_escape(line: &str) -> bool {
     starts_escaped_line(line.trim_start_matches(is_blank))
         || line
@@ -249,8 +240,8 @@ fn plain(c: u8) -> bool {
     (0x0e..0x80).contains(&c) && c != b'<'
 }
 
-/// The next position at or after `from` that is a line break or a character folding to `<`,
-/// with the line break's length (`None` for a `<`).
+/// The next position at or after `from` that is a line break or a character read as (or
+/// with) a `<`, with the line break's length (`None` for a `<`).
 fn next_event(text: &str, from: usize) -> Option<(usize, Option<usize>)> {
     const CHUNK: usize = 16;
     let b = text.as_bytes();
@@ -277,7 +268,7 @@ fn next_event(text: &str, from: usize) -> Option<(usize, Option<usize>)> {
             }
             // `i` is a character boundary: plain bytes and whole characters are stepped over.
             let c = text[i..].chars().next()?;
-            if fold(c) == '<' {
+            if may_open_tag(c) {
                 return Some((i, None));
             }
             i += c.len_utf8();
@@ -288,7 +279,7 @@ fn next_event(text: &str, from: usize) -> Option<(usize, Option<usize>)> {
 
 /// Escapes `text` (see the module docs); borrows when nothing changes.
 ///
-/// One pass: only line starts and characters folding to `<` are examined; plain ASCII is
+/// One pass: only line starts and characters read as `<` are examined; plain ASCII is
 /// skipped in chunks.
 pub fn escape_labels(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
@@ -348,14 +339,7 @@ const RECALL_TAG_PATTERNS: [&str; 6] = [
 /// `conversation_summary`, `new_messages`; open or close, matched as [`starts_with_tag`]
 /// matches the history tags).
 pub fn starts_with_recall_tag(s: &str) -> bool {
-    let mut chars = s.chars();
-    if chars.next().map(fold) != Some('<') {
-        return false;
-    }
-    let rest = chars.as_str();
-    RECALL_TAG_PATTERNS
-        .iter()
-        .any(|p| match_folded(rest, p).is_some())
+    opens_tag(s, &RECALL_TAG_PATTERNS)
 }
 
 /// Escapes, with a backslash before its `<`, every section tag (see
@@ -373,7 +357,7 @@ pub fn escape_recall_tags(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0;
     for (i, c) in text.char_indices() {
-        if fold(c) == '<' && starts_with_recall_tag(&text[i..]) {
+        if may_open_tag(c) && starts_with_recall_tag(&text[i..]) {
             let buf = out.get_or_insert_with(|| String::with_capacity(text.len() + 8));
             buf.push_str(&text[copied..i]);
             buf.push('\\');

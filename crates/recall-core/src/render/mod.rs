@@ -2,6 +2,7 @@
 
 pub mod escape;
 mod native;
+pub mod reading;
 mod text;
 
 use serde_json::Value;

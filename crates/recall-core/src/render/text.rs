@@ -1,6 +1,6 @@
 //! The text formats: `transcript`, `bracket`, `xml`, `task`.
 
-use super::escape::{is_task_header_line, maybe_escape, split_lines, FRAMING};
+use super::escape::{maybe_escape, split_lines, task_header_at, FRAMING};
 use super::RenderInput;
 use crate::extract::{role_upper, task_text, transcript_text};
 use crate::message::{Block, Content, Role};
@@ -234,8 +234,7 @@ pub fn render_task(input: &RenderInput<'_>) -> String {
             out.push_str("   ");
             // A line that reads like an item header (`2. 🤖 ASSISTANT:`) gets a backslash
             // before its first non-blank character, as a turn label does in the other formats.
-            if escape && is_task_header_line(line) {
-                let blanks = line.len() - line.trim_start().len();
+            if let Some(blanks) = escape.then(|| task_header_at(line)).flatten() {
                 out.push_str(&line[..blanks]);
                 out.push('\\');
                 out.push_str(&line[blanks..]);

@@ -2,32 +2,40 @@
 //! returns the turns it finds, or says what in the prompt is not the format's structure.
 //! Oracles next to them give the turns the renderer must produce for a kept history.
 //!
-//! Shared by `tests/properties.rs` (property g) and the `escape_*` fuzz targets, which include
-//! this file by path; it depends on nothing but `recall_core`.
+//! Shared by `tests/properties.rs` (property d) and the `escape_*` fuzz targets, which include
+//! this file by path; it depends on `recall_core` and `unicode_security` only.
 //!
 //! The readers are written apart from the escaper: their own line splitting and their own
-//! label, separator, tag and framing recognition over a normalised line. They share with the
-//! escaper only the character-level definitions of docs/FORMAT-DECISIONS.md ("Escaping"):
-//! which characters are invisible ([`is_ignorable`]) and which a reader takes for another
-//! ([`fold`]). What they read as structure:
-//! - a **label line**: after blanks and invisible characters, one of the six labels in any
-//!   case, fullwidth or with a lookalike colon, blanks allowed before the colon and inside
-//!   the brackets, `_`/`-`/blanks (or nothing) between `TOOL` and `RESULT`;
+//! label, separator, tag, framing and header recognition. They do not use the escaper's
+//! character table either: a line is read as the UTS #39 skeleton of the whole line, computed
+//! by `unicode_security` at run time, and a word (`human`, `conversation`, …) is recognised
+//! as the skeleton of one of its case forms (every letter lower or upper), so `Hurnan`,
+//! `HUMAN`, `Hum` + Cyrillic `а` + `n` and `Ｈｕｍａｎ` all read as `human`. The one rule the
+//! readers share with the escaper is a decision of docs/FORMAT-DECISIONS.md ("Escaping"): the
+//! prototypes `ー` (of the em dash) and `❬` (of `〈`) read as `-` and `<`. What they read as
+//! structure, after blanks and invisible characters:
+//! - a **label line**: one of the six labels, blanks allowed before the colon and inside the
+//!   brackets, `_`/`-`/blanks (or nothing) between `TOOL` and `RESULT`;
 //! - a **separator**: a line that is `---` and blanks;
-//! - a **history tag**: a `<` (or lookalike) not directly after a backslash, then blanks, an
-//!   optional `/`, blanks, `conversation`, any run of `_`, `-` and blanks, `history`;
-//! - the **framing line**: a line starting with `continue the conversation` (any blanks
-//!   between the words).
+//! - a **history tag**: a character whose skeleton holds `<`, not directly after a backslash,
+//!   then blanks, an optional `/`, blanks, `conversation`, any run of `_`, `-` and blanks,
+//!   `history`;
+//! - the **framing line**: a line starting with `continue the conversation`;
+//! - in `task` content, an **item header**: digits, `.`, at most eight characters that are not
+//!   letters besides blanks, a role, an optional `[truncated]`, a colon.
 //!
 //! A line is split at LF, CR, CRLF (one break), VT, FF, NEL, U+2028 and U+2029.
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use recall_core::extract::task_text;
 use recall_core::message::{Block, Content, Message, Role};
-use recall_core::render::escape::{fold, is_ignorable};
 use recall_core::render::TASK_HEADER;
 use recall_core::select::Kept;
+use unicode_security::confusable_detection::skeleton;
 
 /// Who a label says is speaking. `transcript` and `xml` use `Human`/`Assistant` (read as
 /// [`Speaker::User`]/[`Speaker::Assistant`]), `bracket` the bracketed labels and `task` its
@@ -88,30 +96,90 @@ pub fn lines(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
-/// A line as a reader sees it: invisible characters dropped, every character folded, runs of
-/// blanks as one space, leading blanks removed.
-fn norm(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
+/// The skeleton of `s` (the whole string at once), with the two prototypes read as ASCII.
+fn sk(s: &str) -> String {
+    skeleton(s)
+        .map(|c| match c {
+            '\u{30fc}' => '-',
+            '\u{276c}' => '<',
+            c => c,
+        })
+        .collect()
+}
+
+/// Runs of whitespace as one space.
+fn collapse(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
     let mut blank = false;
-    for c in line.chars().filter(|&c| !is_ignorable(c)) {
+    for c in s.chars() {
         if c.is_whitespace() {
+            if !blank {
+                out.push(' ');
+            }
             blank = true;
-            continue;
+        } else {
+            out.push(c);
+            blank = false;
         }
-        if blank && !out.is_empty() {
-            out.push(' ');
-        }
-        blank = false;
-        out.push(fold(c));
-    }
-    if blank && !out.is_empty() {
-        out.push(' ');
     }
     out
 }
 
-fn lit<'a>(s: &'a str, p: &str) -> Option<&'a str> {
-    s.strip_prefix(p)
+/// A line as a reader sees it: its skeleton, runs of blanks as one space, leading blanks
+/// removed.
+fn norm(line: &str) -> String {
+    collapse(&sk(line)).trim_start_matches(' ').to_string()
+}
+
+/// The skeletons of every case form of `word` (each ASCII letter lower or upper).
+fn forms(word: &'static str) -> &'static [String] {
+    static FORMS: OnceLock<HashMap<&'static str, Vec<String>>> = OnceLock::new();
+    let all = FORMS.get_or_init(|| {
+        let words = [
+            "human",
+            "assistant",
+            "user",
+            "system",
+            "tool",
+            "result",
+            "continue",
+            "the",
+            "conversation",
+            "history",
+            "truncated",
+        ];
+        words
+            .into_iter()
+            .map(|w| {
+                let n = w.len();
+                let mut v: Vec<String> = (0..1u32 << n)
+                    .map(|bits| {
+                        let form: String = w
+                            .chars()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                if bits >> i & 1 == 1 {
+                                    c.to_ascii_uppercase()
+                                } else {
+                                    c
+                                }
+                            })
+                            .collect();
+                        sk(&form)
+                    })
+                    .collect();
+                v.sort();
+                v.dedup();
+                (w, v)
+            })
+            .collect()
+    });
+    all.get(word).map_or(&[], Vec::as_slice)
+}
+
+/// `s` after `word` read in any case, if it starts with it.
+fn word<'a>(s: &'a str, w: &'static str) -> Option<&'a str> {
+    forms(w).iter().find_map(|f| s.strip_prefix(f.as_str()))
 }
 
 fn opt_space(s: &str) -> &str {
@@ -121,25 +189,25 @@ fn opt_space(s: &str) -> &str {
 /// The label a normalised line starts with.
 fn label(n: &str) -> Option<(Family, Speaker)> {
     for (name, sp) in [("human", Speaker::User), ("assistant", Speaker::Assistant)] {
-        if let Some(r) = lit(n, name) {
+        if let Some(r) = word(n, name) {
             if opt_space(r).starts_with(':') {
                 return Some((Family::Plain, sp));
             }
         }
     }
-    let r = opt_space(lit(n, "[")?);
-    let (sp, r) = if let Some(r) = lit(r, "user") {
+    let r = opt_space(n.strip_prefix('[')?);
+    let (sp, r) = if let Some(r) = word(r, "user") {
         (Speaker::User, r)
-    } else if let Some(r) = lit(r, "assistant") {
+    } else if let Some(r) = word(r, "assistant") {
         (Speaker::Assistant, r)
-    } else if let Some(r) = lit(r, "system") {
+    } else if let Some(r) = word(r, "system") {
         (Speaker::System, r)
     } else {
-        let r = lit(r, "tool")?;
+        let r = word(r, "tool")?;
         let r = r.trim_start_matches(['_', '-', ' ']);
-        (Speaker::ToolResult, lit(r, "result")?)
+        (Speaker::ToolResult, word(r, "result")?)
     };
-    let r = opt_space(lit(opt_space(r), "]")?);
+    let r = opt_space(opt_space(r).strip_prefix(']')?);
     r.starts_with(':').then_some((Family::Bracket, sp))
 }
 
@@ -148,26 +216,79 @@ fn is_separator(n: &str) -> bool {
 }
 
 fn is_framing(n: &str) -> bool {
-    n.starts_with("continue the conversation")
+    (|| {
+        let r = word(n, "continue")?.strip_prefix(' ')?;
+        let r = word(r, "the")?.strip_prefix(' ')?;
+        word(r, "conversation")
+    })()
+    .is_some()
+}
+
+/// True when a normalised line reads as a `task` item header.
+fn is_task_header(n: &str) -> bool {
+    static DIGITS: OnceLock<String> = OnceLock::new();
+    let digits = DIGITS.get_or_init(|| sk("0123456789"));
+    let r = n.trim_start_matches(|c| digits.contains(c));
+    if r.len() == n.len() {
+        return false;
+    }
+    let Some(r) = r.strip_prefix('.') else {
+        return false;
+    };
+    let mut others = 0;
+    let r = r.trim_start_matches(|c: char| {
+        let skip = c == ' ' || (!c.is_ascii_alphabetic() && others < 8);
+        others += usize::from(c != ' ');
+        skip
+    });
+    ["user", "assistant", "system"].into_iter().any(|role| {
+        word(r, role).is_some_and(|r| {
+            let r = opt_space(r);
+            let r = (|| {
+                let t = opt_space(r.strip_prefix('[')?);
+                opt_space(word(t, "truncated")?).strip_prefix(']')
+            })()
+            .unwrap_or(r);
+            opt_space(r).starts_with(':')
+        })
+    })
 }
 
 /// Byte offsets of the history tags in `text` that are not escaped.
 pub fn tags(text: &str) -> Vec<usize> {
     let mut out = Vec::new();
     let mut prev: Option<char> = None;
+    // Which ASCII characters read with a `<` (only `<` itself in the data): the rest of
+    // ASCII is passed over without computing a skeleton.
+    static ASCII_LT: OnceLock<Vec<bool>> = OnceLock::new();
+    let ascii_lt = ASCII_LT.get_or_init(|| {
+        (0u8..128)
+            .map(|b| sk(&char::from(b).to_string()).contains('<'))
+            .collect()
+    });
     for (i, c) in text.char_indices() {
-        if fold(c) == '<' && prev != Some('\\') {
-            let line = text[i + c.len_utf8()..]
-                .split(is_break)
-                .next()
-                .unwrap_or("");
-            let n = norm(line);
-            let r = opt_space(&n);
-            let r = opt_space(r.strip_prefix('/').unwrap_or(r));
-            if let Some(r) = r.strip_prefix("conversation") {
-                if r.trim_start_matches(['_', '-', ' ']).starts_with("history") {
-                    out.push(i);
-                }
+        if c.is_ascii() && !ascii_lt[c as usize] {
+            prev = Some(c);
+            continue;
+        }
+        let own = sk(&c.to_string());
+        if own.contains('<') && prev != Some('\\') {
+            let line = text[i..].split(is_break).next().unwrap_or("");
+            let read = sk(line);
+            let opens = read
+                .char_indices()
+                .take(own.chars().count())
+                .filter(|&(_, x)| x == '<')
+                .any(|(j, _)| {
+                    let n = collapse(&read[j + 1..]);
+                    let r = opt_space(&n);
+                    let r = opt_space(r.strip_prefix('/').unwrap_or(r));
+                    word(r, "conversation").is_some_and(|r| {
+                        word(r.trim_start_matches(['_', '-', ' ']), "history").is_some()
+                    })
+                });
+            if opens {
+                out.push(i);
             }
         }
         prev = Some(c);
@@ -370,8 +491,19 @@ pub struct TaskItem {
 
 /// Reads a `task` history section: the header line, then numbered items, each a header at
 /// column 0, content lines indented by three spaces and an empty line. Any other line at
-/// column 0 is not the format's.
+/// column 0 is not the format's, and no content line may read as an item header past its
+/// indentation (a model does not reliably tell three spaces from none).
 pub fn read_task(text: &str) -> Result<Vec<TaskItem>, String> {
+    read_task_with(text, true)
+}
+
+/// [`read_task`] without the look at content lines: the layout alone, which escaping does
+/// not change (what a prompt rendered with escaping off is held to).
+pub fn read_task_layout(text: &str) -> Result<Vec<TaskItem>, String> {
+    read_task_with(text, false)
+}
+
+fn read_task_with(text: &str, headers: bool) -> Result<Vec<TaskItem>, String> {
     let ls = lines(text);
     if ls[0].1 != TASK_HEADER {
         return Err(format!("task: the first line is {:?}", ls[0].1));
@@ -405,6 +537,12 @@ pub fn read_task(text: &str) -> Result<Vec<TaskItem>, String> {
         k += 1;
         let first = k;
         while k < body.len() && body[k].1.starts_with("   ") {
+            if headers && is_task_header(&norm(body[k].1)) {
+                return Err(format!(
+                    "task: an item header in item {n}'s content at byte {}: {:?}",
+                    body[k].0, body[k].1
+                ));
+            }
             k += 1;
         }
         if k == first {
