@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 use crate::message::{Block, Content, Message, Role};
 use crate::policy::Format;
 
+pub mod mirror;
+
 /// The provider API a gateway request speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Provider {
@@ -175,6 +177,23 @@ pub enum HistoryMatch {
 /// history for it to continue the stored one (fewer when fewer are stored).
 pub const MIRROR_ANCHOR: usize = 4;
 
+/// A stored message as a mirrored history is matched against it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTurn {
+    pub message: Message,
+    /// Redacted: it stands for whatever the client still holds in its place (an SDK keeps
+    /// the text it sent; it must neither fork the conversation nor be stored again).
+    pub redacted: bool,
+}
+
+impl StoredTurn {
+    /// Whether the client's `incoming` message is this one: [`same_message`], or anything in
+    /// the place of a redacted one.
+    pub fn matches(&self, incoming: &Message) -> bool {
+        self.redacted || same_message(&self.message, incoming)
+    }
+}
+
 /// Matches the incoming history against the stored one, of which `stored_len` messages
 /// exist and `tail` are the newest (oldest first, up to [`MIRROR_ANCHOR`]).
 ///
@@ -188,8 +207,11 @@ pub const MIRROR_ANCHOR: usize = 4;
 ///   be: a history that ends with the stored one, or never reaches it, is
 ///   [`HistoryMatch::Diverged`].
 ///
-/// Messages are compared by [`same_message`].
-pub fn match_history(stored_len: usize, tail: &[Message], incoming: &[Message]) -> HistoryMatch {
+/// Messages are compared by [`StoredTurn::matches`]; a placement is only taken on the word
+/// of at least one message that is not redacted (a redacted message matches anything, so
+/// alone it proves nothing). The messages older than the tail are not looked at here: the
+/// caller checks them ([`mirror`]).
+pub fn match_history(stored_len: usize, tail: &[StoredTurn], incoming: &[Message]) -> HistoryMatch {
     let Some(newest) = tail.last() else {
         return HistoryMatch::Append;
     };
@@ -202,14 +224,16 @@ pub fn match_history(stored_len: usize, tail: &[Message], incoming: &[Message]) 
             return false;
         }
         let overlap = tail.len().min(end);
-        tail[tail.len() - overlap..]
+        let stored = &tail[tail.len() - overlap..];
+        stored
             .iter()
             .zip(&incoming[end - overlap..end])
-            .all(|(s, i)| same_message(s, i))
+            .all(|(s, i)| s.matches(i))
+            && stored.iter().any(|s| !s.redacted)
             // A shorter overlap than the tail only when the client's history starts there.
             && (overlap == tail.len() || overlap == end)
     };
-    if newest.role != Role::Assistant && fits(incoming.len()) {
+    if newest.message.role != Role::Assistant && fits(incoming.len()) {
         // The stored history ends with what the client sends last, and no reply followed
         // it: the same request again (an SDK retrying a 429 or a dropped connection).
         return HistoryMatch::Retry;
@@ -227,13 +251,13 @@ pub fn match_history(stored_len: usize, tail: &[Message], incoming: &[Message]) 
     }
 }
 
-/// How many leading messages two histories share ([`same_message`]): where a diverging
-/// history forks from the stored one.
-pub fn common_prefix(stored: &[Message], incoming: &[Message]) -> usize {
+/// How many leading messages two histories share ([`StoredTurn::matches`]): where a
+/// diverging history forks from the stored one.
+pub fn common_prefix(stored: &[StoredTurn], incoming: &[Message]) -> usize {
     stored
         .iter()
         .zip(incoming)
-        .take_while(|(s, i)| same_message(s, i))
+        .take_while(|(s, i)| s.matches(i))
         .count()
 }
 
@@ -247,7 +271,7 @@ pub fn same_message(a: &Message, b: &Message) -> bool {
 }
 
 /// The blocks [`same_message`] compares, with a string as one text block.
-fn compared_blocks(c: &Content) -> impl Iterator<Item = ComparedBlock<'_>> {
+pub(crate) fn compared_blocks(c: &Content) -> impl Iterator<Item = ComparedBlock<'_>> {
     let (text, blocks) = match c {
         Content::Text(s) => (Some(s.as_str()), &[][..]),
         Content::Blocks(b) => (None, b.as_slice()),
@@ -267,7 +291,7 @@ fn compared_blocks(c: &Content) -> impl Iterator<Item = ComparedBlock<'_>> {
 }
 
 #[derive(PartialEq)]
-enum ComparedBlock<'a> {
+pub(crate) enum ComparedBlock<'a> {
     Text(&'a str),
     Other(&'a Block),
 }
@@ -418,30 +442,71 @@ mod tests {
     fn a(t: &str) -> Message {
         Message::text(Role::Assistant, t)
     }
+    /// Stored messages, none redacted.
+    fn st(m: &[Message]) -> Vec<StoredTurn> {
+        m.iter()
+            .map(|m| StoredTurn {
+                message: m.clone(),
+                redacted: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_redacted_message_matches_what_the_client_still_holds() {
+        let mut stored = st(&[u("hi"), a("my key is sk-1"), u("more"), a("sure")]);
+        stored[1] = StoredTurn {
+            message: a("[redacted]"),
+            redacted: true,
+        };
+        // The SDK still sends the text it had: a continuation, not an edit.
+        let inc = [
+            u("hi"),
+            a("my key is sk-1"),
+            u("more"),
+            a("sure"),
+            u("next"),
+        ];
+        assert_eq!(
+            match_history(4, &stored, &inc),
+            HistoryMatch::Mirror { from: 4 }
+        );
+        assert_eq!(common_prefix(&stored, &inc), 4);
+        // A redacted message alone proves nothing: one message after a redacted question is
+        // a new question, not a retry.
+        let only = [StoredTurn {
+            message: u("[redacted]"),
+            redacted: true,
+        }];
+        assert_eq!(match_history(1, &only, &[u("x")]), HistoryMatch::Append);
+    }
 
     #[test]
     fn one_message_or_nothing_stored_is_append() {
         assert_eq!(
-            match_history(0, &[], &[u("a"), a("b"), u("c")]),
+            match_history(0, &st(&[]), &[u("a"), a("b"), u("c")]),
             HistoryMatch::Append
         );
-        assert_eq!(match_history(4, &[a("x")], &[u("c")]), HistoryMatch::Append);
+        assert_eq!(
+            match_history(4, &st(&[a("x")]), &[u("c")]),
+            HistoryMatch::Append
+        );
     }
 
     #[test]
     fn the_same_request_again_is_a_retry() {
         // The reply to "c" never came (a 429): the SDK sends the request again.
         assert_eq!(
-            match_history(3, &[u("a"), a("b"), u("c")], &[u("c")]),
+            match_history(3, &st(&[u("a"), a("b"), u("c")]), &[u("c")]),
             HistoryMatch::Retry
         );
         assert_eq!(
-            match_history(3, &[u("a"), a("b"), u("c")], &[u("a"), a("b"), u("c")]),
+            match_history(3, &st(&[u("a"), a("b"), u("c")]), &[u("a"), a("b"), u("c")]),
             HistoryMatch::Retry
         );
         // After a reply, the same text is a new message.
         assert_eq!(
-            match_history(4, &[u("c"), a("d")], &[u("c")]),
+            match_history(4, &st(&[u("c"), a("d")]), &[u("c")]),
             HistoryMatch::Append
         );
     }
@@ -452,7 +517,7 @@ mod tests {
         let mut inc = stored.to_vec();
         inc.push(u("next"));
         assert_eq!(
-            match_history(4, &stored, &inc),
+            match_history(4, &st(&stored), &inc),
             HistoryMatch::Mirror { from: 4 }
         );
     }
@@ -463,7 +528,7 @@ mod tests {
         // The client kept only its last three messages.
         let inc = [u("q3"), a("a3"), u("q4")];
         assert_eq!(
-            match_history(40, &tail, &inc),
+            match_history(40, &st(&tail), &inc),
             HistoryMatch::Mirror { from: 2 }
         );
     }
@@ -483,11 +548,11 @@ mod tests {
         // Stored length 4: a full copy would put the new part at 4, but the copy goes on
         // after it, so the latest fitting position wins.
         assert_eq!(
-            match_history(4, &stored, &inc),
+            match_history(4, &st(&stored), &inc),
             HistoryMatch::Mirror { from: 4 }
         );
         assert_eq!(
-            match_history(6, &stored, &inc),
+            match_history(6, &st(&stored), &inc),
             HistoryMatch::Mirror { from: 6 }
         );
     }
@@ -497,10 +562,13 @@ mod tests {
         let stored = [u("hi"), a("hello"), u("more"), a("sure")];
         // The last user message was edited: the stored reply is not in the history.
         let inc = [u("hi"), a("hello"), u("edited")];
-        assert_eq!(match_history(4, &stored, &inc), HistoryMatch::Diverged);
-        assert_eq!(common_prefix(&stored, &inc), 2);
+        assert_eq!(match_history(4, &st(&stored), &inc), HistoryMatch::Diverged);
+        assert_eq!(common_prefix(&st(&stored), &inc), 2);
         // Nothing new after the stored history: a repeat, not a continuation.
-        assert_eq!(match_history(4, &stored, &stored), HistoryMatch::Diverged);
+        assert_eq!(
+            match_history(4, &st(&stored), &stored),
+            HistoryMatch::Diverged
+        );
     }
 
     #[test]

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use recall_core::gateway::{
-    forward_body, match_history, split_request, HistoryMatch, Provider, MAX_BREAKPOINTS,
-    MIRROR_ANCHOR,
+    forward_body, match_history, split_request, HistoryMatch, Provider, StoredTurn,
+    MAX_BREAKPOINTS, MIRROR_ANCHOR,
 };
 use recall_core::{Message, Role};
 use serde_json::{json, Value};
@@ -28,8 +28,14 @@ fn history(max: usize) -> impl Strategy<Value = Vec<Message>> {
     })
 }
 
-fn tail(stored: &[Message]) -> &[Message] {
-    &stored[stored.len().saturating_sub(MIRROR_ANCHOR)..]
+fn tail(stored: &[Message]) -> Vec<StoredTurn> {
+    stored[stored.len().saturating_sub(MIRROR_ANCHOR)..]
+        .iter()
+        .map(|m| StoredTurn {
+            message: m.clone(),
+            redacted: false,
+        })
+        .collect()
 }
 
 proptest! {
@@ -44,7 +50,7 @@ proptest! {
         let mut incoming = stored.clone();
         incoming.extend(new);
         prop_assert_eq!(
-            match_history(stored.len(), tail(&stored), &incoming),
+            match_history(stored.len(), &tail(&stored), &incoming),
             HistoryMatch::Mirror { from: stored.len() }
         );
     }
@@ -55,7 +61,7 @@ proptest! {
         prop_assume!(stored.last().map(|m| m.role) == Some(Role::Assistant));
         let incoming = [Message::text(Role::User, text)];
         prop_assert_eq!(
-            match_history(stored.len(), tail(&stored), &incoming),
+            match_history(stored.len(), &tail(&stored), &incoming),
             HistoryMatch::Append
         );
     }
@@ -64,14 +70,35 @@ proptest! {
     /// copy of the stored tail (or the whole request, for append).
     #[test]
     fn what_is_stored_continues_the_tail(stored in history(20), incoming in history(20)) {
-        if let HistoryMatch::Mirror { from } = match_history(stored.len(), tail(&stored), &incoming) {
+        if let HistoryMatch::Mirror { from } = match_history(stored.len(), &tail(&stored), &incoming) {
             prop_assert!(from < incoming.len());
             let t = tail(&stored);
             let overlap = t.len().min(from);
             for (s, i) in t[t.len() - overlap..].iter().zip(&incoming[from - overlap..from]) {
-                prop_assert!(recall_core::gateway::same_message(s, i));
+                prop_assert!(recall_core::gateway::same_message(&s.message, i));
             }
         }
+    }
+
+    /// The mirror sum of a history copied in full equals the stored one; an edit to any one
+    /// message, at any position, changes it, unless that message is redacted.
+    #[test]
+    fn the_mirror_sum_sees_an_edit_anywhere(
+        stored in history(40),
+        at in any::<prop::sample::Index>(),
+        first in 1i64..1000,
+    ) {
+        use recall_core::gateway::mirror::sum_of;
+        let total = sum_of(first, &stored, &[]);
+        prop_assert_eq!(sum_of(first, &stored.clone(), &[]), total);
+        let i = at.index(stored.len());
+        let mut edited = stored.clone();
+        edited[i] = Message::text(edited[i].role, "an edit");
+        if !recall_core::gateway::same_message(&edited[i], &stored[i]) {
+            prop_assert_ne!(sum_of(first, &edited, &[]), total);
+        }
+        let seq = first + i as i64;
+        prop_assert_eq!(sum_of(first, &edited, &[seq]), sum_of(first, &stored, &[seq]));
     }
 
     /// recall never puts more than four breakpoints on an Anthropic request, and never

@@ -11,10 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use recall_core::context::ContextRequest;
-use recall_core::gateway::{
-    common_prefix, forward_body, match_history, split_request, HistoryMatch, Provider,
-    MIRROR_ANCHOR,
-};
+use recall_core::gateway::{forward_body, split_request, Provider};
 use recall_core::message::Message;
 use recall_core::parse::{conversation_from_value, ParseOptions};
 use recall_core::policy::{ConversationPolicy, Policy, PolicyOverrides};
@@ -28,6 +25,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::chat::ReplySaver;
+use crate::mirror::{Continued, Placement};
 use crate::{Engine, EngineError};
 
 /// The most bytes of a whole (non-streamed) reply read from the provider.
@@ -172,7 +170,7 @@ impl Engine {
             Some(id) => Some(self.turns.acquire(tenant, id).await),
             None => None,
         };
-        let (mut conv, tail, created) = match named {
+        let (mut conv, window, created) = match named {
             Some(id) => {
                 let last_turns = Policy {
                     max_turns: Some(2),
@@ -182,14 +180,7 @@ impl Engine {
                     .store
                     .conversation_window(tenant, id, &last_turns)
                     .await?;
-                let skip = window.messages.len().saturating_sub(MIRROR_ANCHOR);
-                let tail: Vec<Message> = window
-                    .messages
-                    .into_iter()
-                    .skip(skip)
-                    .map(|h| h.message)
-                    .collect();
-                (conv, tail, false)
+                (conv, window.messages, false)
             }
             None => {
                 let conv = self
@@ -210,26 +201,21 @@ impl Engine {
                 (conv, Vec::new(), true)
             }
         };
-        let stored_len = usize::try_from(conv.message_count).unwrap_or(0);
-        let (mode, new) = match match_history(stored_len, &tail, &messages) {
-            HistoryMatch::Append => (GatewayMode::Append, &messages[..]),
-            HistoryMatch::Mirror { from } => (GatewayMode::Mirror, &messages[from..]),
-            HistoryMatch::Retry => (GatewayMode::Retry, &messages[messages.len()..]),
-            HistoryMatch::Diverged => {
-                let stored = self.all_messages(tenant, &conv.id).await?;
-                let shared = common_prefix(
-                    &stored.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>(),
-                    &messages,
-                );
-                let at = shared
-                    .checked_sub(1)
-                    .and_then(|i| stored.get(i))
-                    .map_or(0, |(seq, _)| *seq);
+        let (mode, new) = match self.place_history(tenant, &conv, window, &messages).await? {
+            Placement::Continue { mode, from } => {
+                let mode = match mode {
+                    Continued::Append => GatewayMode::Append,
+                    Continued::Mirror => GatewayMode::Mirror,
+                    Continued::Retry => GatewayMode::Retry,
+                };
+                (mode, &messages[from..])
+            }
+            Placement::Fork { at, from } => {
                 conv = self
                     .store
                     .fork_conversation(tenant, &conv.id, at, recall_store::NewFork { title: None })
                     .await?;
-                (GatewayMode::Fork, &messages[shared..])
+                (GatewayMode::Fork, &messages[from..])
             }
         };
         if new.len() > self.limits.max_messages_per_append {
@@ -284,24 +270,6 @@ impl Engine {
             window_first: context.kept.first().map(|k| k.index as i64),
             _turn: turn,
         })
-    }
-
-    /// Every stored message of a conversation with its seq, oldest first (a diverging
-    /// history is compared with all of it).
-    async fn all_messages(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> Result<Vec<(i64, Message)>, EngineError> {
-        let mut out = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.store.messages(tenant, id, after, 1000).await?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
-            out.extend(page.into_iter().map(|m| (m.seq, m.message)));
-        }
-        Ok(out)
     }
 
     /// Sends `call` to `upstream` and passes the answer to `sink` as it arrives, storing the

@@ -22,6 +22,7 @@ mod context_limit;
 mod error;
 mod gateway;
 mod index;
+mod mirror;
 mod recall;
 mod task;
 mod transfer;

@@ -834,7 +834,168 @@ async fn concurrent_turns_on_one_conversation_are_serialised(backend: common::Ba
     }
 }
 
+/// A conversation of `turns` exchanges built through the gateway in mirror mode (the client
+/// sends its whole history each time), on a provider answering "ok N"; returns its id and
+/// the client's history (ending with a reply).
+async fn mirrored(s: &Server, texts: &[&str]) -> (String, Vec<Value>) {
+    let mut history: Vec<Value> = Vec::new();
+    let mut id: Option<String> = None;
+    for text in texts {
+        history.push(json!({"role": "user", "content": text}));
+        let a = anthropic(
+            s,
+            id.as_deref(),
+            json!({"model": "m", "max_tokens": 5, "messages": history.clone()}),
+        )
+        .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        if id.is_some() {
+            assert_eq!(a.mode.as_deref(), Some("mirror"));
+        }
+        id = a.conversation.clone();
+        history.push(json!({"role": "assistant", "content": a.json()["content"].clone()}));
+    }
+    (id.unwrap(), history)
+}
+
+fn counting_provider() -> recall_testkit::Handler {
+    Arc::new(|req, _| {
+        let n = req.json()["messages"].as_array().map_or(0, Vec::len);
+        recall_testkit::Reply::json(
+            200,
+            recall_testkit::anthropic::message_json(&format!("ok {n}")),
+        )
+    })
+}
+
+/// After a redaction, an SDK still sends the text it had (older than the anchor, and among
+/// the newest messages): the request continues the conversation, the text is neither
+/// stored again nor forwarded, and no fork holds it.
+async fn mirror_mode_never_resurrects_a_redacted_message(backend: common::Backend) {
+    let Some((s, fake)) = gateway_to(backend, counting_provider(), Default::default()).await else {
+        return;
+    };
+    let (id, mut history) = mirrored(
+        &s,
+        &[
+            "My card is 4111-SECRET-OLD.",
+            "q2",
+            "q3",
+            "q4",
+            "My pin is 9-SECRET-NEW.",
+            "q6",
+        ],
+    )
+    .await;
+    assert_eq!(stored(&s, &id).await.len(), 12);
+    for seq in [1, 9] {
+        let r = s
+            .call(
+                reqwest::Method::DELETE,
+                &format!("/v1/conversations/{id}/messages/{seq}"),
+                &s.key_a,
+                None,
+            )
+            .await;
+        assert_eq!(r.status.as_u16(), 204, "{}", r.text);
+    }
+    let before = fake.requests().len();
+    for next in ["q7", "q8"] {
+        history.push(json!({"role": "user", "content": next}));
+        let a = anthropic(
+            &s,
+            Some(&id),
+            json!({"model": "m", "max_tokens": 5, "messages": history.clone()}),
+        )
+        .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.mode.as_deref(), Some("mirror"), "no fork");
+        assert_eq!(a.conversation.as_deref(), Some(id.as_str()));
+        history.push(json!({"role": "assistant", "content": a.json()["content"].clone()}));
+    }
+    let msgs = stored(&s, &id).await;
+    assert_eq!(msgs.len(), 16, "each new message stored once: {msgs:?}");
+    let all = serde_json::to_string(&msgs).unwrap();
+    assert!(!all.contains("SECRET"), "a redacted text came back: {all}");
+    for r in &fake.requests()[before..] {
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(!body.contains("SECRET"), "forwarded: {body}");
+    }
+    let forks = s
+        .get(&format!("/v1/conversations/{id}/forks"), &s.key_a)
+        .await;
+    assert_eq!(
+        forks.json["data"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        forks.text
+    );
+}
+
+/// An edit to a turn older than the newest four messages forks, whether the client sends
+/// its whole history or trims it; the edited text is what goes upstream.
+async fn mirror_mode_forks_on_an_edit_older_than_the_anchor(backend: common::Backend) {
+    let Some((s, fake)) = gateway_to(backend, counting_provider(), Default::default()).await else {
+        return;
+    };
+    let (id, history) = mirrored(&s, &["q1", "q2", "q3", "q4", "q5", "q6"]).await;
+    assert_eq!(stored(&s, &id).await.len(), 12);
+    // The whole history, with the second question (seq 3) edited.
+    let mut edited = history.clone();
+    edited[2] = json!({"role": "user", "content": "q2, EDITED"});
+    edited.push(json!({"role": "user", "content": "q7"}));
+    let a = anthropic(
+        &s,
+        Some(&id),
+        json!({"model": "m", "max_tokens": 5, "messages": edited}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.mode.as_deref(), Some("fork"));
+    let fork = a.conversation.clone().unwrap();
+    assert_ne!(fork, id);
+    let forked = stored(&s, &fork).await;
+    // Seqs 1–2 shared, then the edited history from seq 3 on, and the reply.
+    assert_eq!(forked.len(), 14, "{forked:?}");
+    assert_eq!(forked[2]["message"]["content"], "q2, EDITED");
+    assert_eq!(stored(&s, &id).await.len(), 12, "the original is unchanged");
+    let sent = String::from_utf8_lossy(&fake.requests().last().unwrap().body).to_string();
+    assert!(sent.contains("q2, EDITED"), "{sent}");
+
+    // A client that keeps its last eight messages, one of them (older than the anchor)
+    // edited.
+    let mut trimmed = history[4..].to_vec();
+    trimmed[1] = json!({"role": "assistant", "content": "ok EDITED"});
+    trimmed.push(json!({"role": "user", "content": "q7"}));
+    let a = anthropic(
+        &s,
+        Some(&id),
+        json!({"model": "m", "max_tokens": 5, "messages": trimmed}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.mode.as_deref(), Some("fork"));
+    let forked = stored(&s, a.conversation.as_deref().unwrap()).await;
+    assert_eq!(forked.len(), 14, "{forked:?}");
+    assert_eq!(forked[5]["message"]["content"], "ok EDITED");
+    assert_eq!(forked[4]["message"]["content"], "q3");
+
+    // The same trimmed history unedited continues the conversation.
+    let mut same = history[4..].to_vec();
+    same.push(json!({"role": "user", "content": "q7"}));
+    let a = anthropic(
+        &s,
+        Some(&id),
+        json!({"model": "m", "max_tokens": 5, "messages": same}),
+    )
+    .await;
+    assert_eq!(a.mode.as_deref(), Some("mirror"), "{}", a.body);
+    assert_eq!(stored(&s, &id).await.len(), 14);
+}
+
 on_both!(
+    mirror_mode_never_resurrects_a_redacted_message,
+    mirror_mode_forks_on_an_edit_older_than_the_anchor,
     concurrent_turns_on_one_conversation_are_serialised,
     the_gateway_keeps_max_context_bytes,
     tool_calls_count_toward_the_message_size,

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use recall_core::gateway::mirror;
 use recall_core::message::Role;
 use recall_core::time::Timeline;
 
@@ -33,6 +34,9 @@ pub(crate) struct Running {
     /// The time of the newest message of the history (ms since the epoch; `None`: no
     /// message), which the next message's time may not be earlier than.
     pub last_at: Option<i64>,
+    /// The history's mirror sum (`recall_core::gateway::mirror`); `None` for a history
+    /// stored before it was kept (it stays unknown until the history is cleared).
+    pub mirror: Option<i64>,
 }
 
 impl Running {
@@ -41,6 +45,7 @@ impl Running {
     pub(crate) fn cleared(last_seq: i64) -> Running {
         Running {
             last_seq,
+            mirror: Some(0),
             ..Running::default()
         }
     }
@@ -85,6 +90,7 @@ impl Running {
             cuts: self.cuts - d.cuts,
             current_windows: self.current_windows,
             last_at: self.last_at,
+            mirror: self.mirror,
         }
     }
 
@@ -118,6 +124,47 @@ pub(crate) fn contribution(f: &Figures, role: &str) -> [i64; 6] {
         f.cut_point as i64,
         f.starts_turn as i64,
     ]
+}
+
+/// A stored message as an update or a redaction replaces it: the columns of
+/// `statements::MESSAGE_FIGURES`, read.
+pub(crate) struct Replaced {
+    pub figures: Figures,
+    pub role: String,
+    /// Its mirror digest ([`mirror::REDACTED`] for a redacted message).
+    pub mirror: u64,
+}
+
+impl Replaced {
+    /// Reads the columns of message `seq`: tokens (o200k, cl100k), chars, flags, role,
+    /// content, status.
+    pub(crate) fn from_columns(
+        seq: i64,
+        (o200k, cl100k, chars, flags): (i64, i64, i64, i64),
+        role: String,
+        content: &str,
+        status: &str,
+    ) -> Result<Replaced, StoreError> {
+        let figures = Figures {
+            tokens_o200k: o200k,
+            tokens_cl100k: cl100k,
+            chars,
+            ..Figures::default()
+        }
+        .with_flags(flags);
+        let mirror = if status == crate::model::MessageStatus::Redacted.as_str() {
+            mirror::REDACTED
+        } else {
+            mirror::digest(&crate::codec::decode_message(
+                seq, &role, content, None, None,
+            )?)
+        };
+        Ok(Replaced {
+            figures,
+            role,
+            mirror,
+        })
+    }
 }
 
 /// How replacing a message (`old` figures and role) by `new` shifts the running totals of it
@@ -232,6 +279,9 @@ pub(crate) fn plan_appends(
         r.last_seq += 1;
         r.last_at = Some(at);
         r.add(&e.figures, e.role);
+        r.mirror = r
+            .mirror
+            .map(|m| mirror::add(m, mirror::term(r.last_seq, e.mirror)));
         plan.rows.push((i, r.last_seq, at, *r));
         if let Some(cid) = &e.client_id {
             batch_ids.insert(cid.as_str(), (r.last_seq, i));

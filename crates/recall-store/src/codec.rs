@@ -231,6 +231,8 @@ pub(crate) struct Encoded {
     pub figures: Figures,
     /// The time the message was given (`created_at`), if any.
     pub created_at: Option<i64>,
+    /// Its `recall_core::gateway::mirror::digest`.
+    pub mirror: u64,
 }
 
 /// The columns of a new message, with `figures`.
@@ -252,6 +254,7 @@ pub(crate) fn encode(m: &NewMessage, figures: Figures) -> Encoded {
         status: m.status.as_str(),
         figures,
         created_at: m.message.created_at,
+        mirror: recall_core::gateway::mirror::digest(&m.message),
     }
 }
 

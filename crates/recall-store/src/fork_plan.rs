@@ -186,7 +186,14 @@ pub(crate) fn count_at(last_seq: i64, count: i64, at: i64) -> i64 {
 /// Turns are not kept per message, so a fork's `total_turns` counts its own turns only
 /// (nothing reads it). `last_at` is the time of that newest message, which the fork's first
 /// message of its own may not be earlier than.
-pub(crate) fn fork_running(at: i64, count: i64, cum: Totals, last_at: Option<i64>) -> Running {
+/// `mirror` is the parent's mirror sum at `at` (`None`: unknown).
+pub(crate) fn fork_running(
+    at: i64,
+    count: i64,
+    cum: Totals,
+    last_at: Option<i64>,
+    mirror: Option<i64>,
+) -> Running {
     Running {
         last_seq: at,
         count,
@@ -198,7 +205,29 @@ pub(crate) fn fork_running(at: i64, count: i64, cum: Totals, last_at: Option<i64
         cuts: cum.cuts,
         current_windows: 0,
         last_at,
+        mirror,
     }
+}
+
+/// The last seq, message count and mirror sum of conversation `$1` of tenant `$2`.
+pub(crate) const MIRROR_TOTAL: &str =
+    "SELECT last_seq, message_count, total_mirror FROM conversations WHERE id = $1 AND tenant = $2";
+
+/// The mirror sum of conversation `$1`'s newest row at or before seq `$2`.
+pub(crate) const MIRROR_AT: &str = "SELECT cum_mirror FROM messages WHERE conversation_id = $1 \
+     AND seq <= $2 ORDER BY seq DESC LIMIT 1";
+
+/// The redacted messages of conversation `$1` with `$2 < seq <= $3` (index `messages_redacted`).
+pub(crate) const REDACTED_IN: &str = "SELECT seq FROM messages WHERE conversation_id = $1 \
+     AND seq > $2 AND seq <= $3 AND status = 'redacted' ORDER BY seq";
+
+/// The parts of the segments `segs` after seq `at`, as `(id, after, upto)` bounds for
+/// [`REDACTED_IN`].
+pub(crate) fn after(segs: &[Segment], at: i64) -> Vec<(String, i64, i64)> {
+    segs.iter()
+        .filter(|s| s.upto > at)
+        .map(|s| (s.id.clone(), s.after.max(at), s.upto))
+        .collect()
 }
 
 /// The conversation `$1` of tenant `$2` and its ancestors, nearest first: id, parent id, fork
@@ -230,7 +259,7 @@ pub(crate) fn stored_history_segments(row: &str) -> String {
 /// The running totals of the newest message of conversation `$1` at or before seq `$2`:
 /// o200k, cl100k, chars, chars4, cuts.
 pub(crate) const LAST_CUM: &str = "SELECT cum_o200k, cum_cl100k, cum_chars, cum_chars4, \
-     cum_cuts, created_at FROM messages WHERE conversation_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1";
+     cum_cuts, created_at, cum_mirror FROM messages WHERE conversation_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1";
 
 /// Messages of conversation `$1` with `$2 < seq <= $3`, oldest first, at most `$4`.
 pub(crate) fn page_upto_sql() -> String {
@@ -330,8 +359,8 @@ pub(crate) fn forks_of_sql() -> String {
 pub(crate) const INSERT_FORK: &str = "INSERT INTO conversations (id, tenant, title, \
      system_prompt, metadata, policy, created_at, updated_at, parent_id, fork_seq, last_seq, \
      message_count, total_o200k, total_cl100k, total_chars, total_chars4, total_turns, \
-     total_cuts, chain, prefix_system, last_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, \
-     $9, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
+     total_cuts, chain, prefix_system, last_at, total_mirror) VALUES ($1, $2, $3, $4, $5, $6, \
+     $7, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)";
 
 /// Gives fork `$1` the stable windows of conversation `$2` that are current at `$3` (a fork
 /// at the tip has the same history, so the same windows).
@@ -359,11 +388,12 @@ pub(crate) const REDACT_MESSAGE: &str = "UPDATE messages SET content = $3, metad
      WHERE conversation_id = $1 AND seq = $2";
 
 /// Shifts the totals of conversation `$1` by `$2`–`$7` (o200k, cl100k, chars, chars4, cuts,
-/// turns) and drops nothing else.
+/// turns) and its mirror sum by `$8` (as `SHIFT_RUNNING`), and drops nothing else.
 pub(crate) const SHIFT_TOTALS: &str = "UPDATE conversations SET total_o200k = total_o200k + $2, \
      total_cl100k = total_cl100k + $3, total_chars = total_chars + $4, \
      total_chars4 = total_chars4 + $5, total_cuts = total_cuts + $6, \
-     total_turns = total_turns + $7 WHERE id = $1";
+     total_turns = total_turns + $7, \
+     total_mirror = (total_mirror + $8) % 2305843009213693951 WHERE id = $1";
 
 /// Replaces the settings of conversation `$1`: `$2` title, `$3` system prompt, `$4`
 /// metadata, `$5` policy, `$6` the time.

@@ -62,8 +62,8 @@ pub use error::{DbError, StoreError};
 pub use keys::{ApiKey, NewApiKey};
 pub use model::{
     core_measure, Appended, Conversation, ConversationUpdate, Figures, ForkPoint, MessageStatus,
-    NewConversation, NewFork, NewMessage, NewVector, RecallHits, SearchHit, StoredMessage,
-    StoredTask, VectorTodo, REDACTED_TEXT,
+    MirrorSums, NewConversation, NewFork, NewMessage, NewVector, RecallHits, SearchHit,
+    StoredMessage, StoredTask, VectorTodo, REDACTED_TEXT,
 };
 pub use options::{Durability, SqliteOptions};
 pub use postgres::PgStore;
@@ -128,6 +128,10 @@ pub trait Store: Send + Sync {
         at: i64,
         new: NewFork,
     ) -> Result<Conversation, StoreError>;
+
+    /// A history's mirror sums, its sum up to `at` and the redacted messages after `at`, in a
+    /// few index probes whatever its length (see [`MirrorSums`]).
+    async fn mirror_sums(&self, tenant: &str, id: &str, at: i64) -> Result<MirrorSums, StoreError>;
 
     /// The direct forks of a conversation, by fork point then age.
     async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError>;

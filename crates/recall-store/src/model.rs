@@ -135,6 +135,22 @@ pub struct StoredMessage {
     pub figures: Figures,
 }
 
+/// A history's mirror sums (`recall_core::gateway::mirror`), as the gateway checks a
+/// client's mirrored history against the stored one: [`crate::Store::mirror_sums`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorSums {
+    /// The conversation's last seq and message count when read (the history is the seqs
+    /// `last_seq - count + 1 ..= last_seq`).
+    pub last_seq: i64,
+    pub count: i64,
+    /// The sum of the whole history; `None` when it was stored before sums were kept.
+    pub total: Option<i64>,
+    /// The sum of the history up to the seq asked for (0 before its first message).
+    pub at: Option<i64>,
+    /// The seqs of the redacted messages after that seq, in order.
+    pub redacted: Vec<i64>,
+}
+
 /// The outcome of one append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Appended {

@@ -104,17 +104,17 @@ pub(crate) fn list_conversations_sql() -> String {
 pub(crate) const RUNNING: &str = "SELECT last_seq, message_count, total_o200k, total_cl100k, \
      total_chars, total_chars4, total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows \
      WHERE conversation_id = $1 AND stable_windows.last_seq = conversations.last_seq), \
-     last_at FROM conversations WHERE id = $1 AND tenant = $2";
+     last_at, total_mirror FROM conversations WHERE id = $1 AND tenant = $2";
 
 /// Saves running totals: `$1` last seq, `$2` count, `$3`–`$8` the totals (o200k, cl100k,
 /// chars, chars4, turns, cuts), `$9` the time, `$10` the conversation, `$11` the time of its
-/// newest message.
+/// newest message, `$12` its mirror sum.
 pub(crate) const SAVE_RUNNING: &str = "UPDATE conversations SET last_seq = $1, \
      message_count = $2, total_o200k = $3, total_cl100k = $4, total_chars = $5, \
-     total_chars4 = $6, total_turns = $7, total_cuts = $8, updated_at = $9, last_at = $11 \
-     WHERE id = $10";
+     total_chars4 = $6, total_turns = $7, total_cuts = $8, updated_at = $9, last_at = $11, \
+     total_mirror = $12 WHERE id = $10";
 
-/// Rows a multi-row `INSERT` of messages writes at most: 17 parameters a row keeps a
+/// Rows a multi-row `INSERT` of messages writes at most: 18 parameters a row keeps a
 /// statement well under SQLite's limit of 32,766. One statement per chunk rather than per row
 /// (on SQLite, a statement that writes FTS5 rows ends with a flush of its pending terms: a
 /// statement per row would write one tiny index segment per message).
@@ -122,8 +122,8 @@ pub(crate) const ROWS_PER_INSERT: usize = 1000;
 
 /// Parameters of one message row in [`insert_messages_sql`], in this order: conversation,
 /// seq, client id, role, content, metadata, status, created at, tokens (o200k, cl100k),
-/// chars, flags, then the running totals after it (o200k, cl100k, chars, chars4, cuts).
-pub(crate) const MESSAGE_ROW_PARAMS: usize = 17;
+/// chars, flags, then the running totals after it (o200k, cl100k, chars, chars4, cuts, mirror).
+pub(crate) const MESSAGE_ROW_PARAMS: usize = 18;
 
 /// The `INSERT` of `rows` messages (see [`MESSAGE_ROW_PARAMS`]), parameters `$1`… in order.
 pub(crate) fn insert_messages_sql(rows: usize) -> String {
@@ -131,7 +131,7 @@ pub(crate) fn insert_messages_sql(rows: usize) -> String {
     sql.push_str(
         "INSERT INTO messages (conversation_id, seq, client_id, role, content, metadata, \
          status, created_at, tokens_o200k, tokens_cl100k, chars, flags, cum_o200k, cum_cl100k, \
-         cum_chars, cum_chars4, cum_cuts) VALUES ",
+         cum_chars, cum_chars4, cum_cuts, cum_mirror) VALUES ",
     );
     for r in 0..rows {
         sql.push_str(if r == 0 { "(" } else { ", (" });
@@ -161,9 +161,10 @@ pub(crate) fn stored_ids_sql(ids: usize) -> String {
     )
 }
 
-/// The figures and role of message `$2` of conversation `$1` (an update's old values).
+/// The figures, role, content and status of message `$2` of conversation `$1` (an update's
+/// old values).
 pub(crate) const MESSAGE_FIGURES: &str = "SELECT tokens_o200k, tokens_cl100k, chars, flags, \
-     role FROM messages WHERE conversation_id = $1 AND seq = $2";
+     role, content, status FROM messages WHERE conversation_id = $1 AND seq = $2";
 
 /// Replaces message `$2` of conversation `$1`: `$3` role, `$4` content, `$5` metadata, `$6`
 /// status, `$7`–`$10` tokens (o200k, cl100k), chars, flags.
@@ -172,10 +173,12 @@ pub(crate) const UPDATE_MESSAGE: &str = "UPDATE messages SET role = $3, content 
      flags = $10 WHERE conversation_id = $1 AND seq = $2";
 
 /// Shifts the running totals of messages `seq >= $2` of conversation `$1` by `$3`–`$7`
-/// (o200k, cl100k, chars, chars4, cuts).
+/// (o200k, cl100k, chars, chars4, cuts) and the mirror sum by `$8` (in `0..2^61 - 1`, so the
+/// sum of two stays within a signed 64-bit integer; an unknown sum stays unknown).
 pub(crate) const SHIFT_RUNNING: &str = "UPDATE messages SET cum_o200k = cum_o200k + $3, \
      cum_cl100k = cum_cl100k + $4, cum_chars = cum_chars + $5, cum_chars4 = cum_chars4 + $6, \
-     cum_cuts = cum_cuts + $7 WHERE conversation_id = $1 AND seq >= $2";
+     cum_cuts = cum_cuts + $7, cum_mirror = (cum_mirror + $8) % 2305843009213693951 \
+     WHERE conversation_id = $1 AND seq >= $2";
 
 pub(crate) const DELETE_MESSAGES: &str = "DELETE FROM messages WHERE conversation_id = $1";
 
@@ -270,11 +273,26 @@ mod tests {
     #[test]
     fn insert_numbers_every_parameter_in_order() {
         let sql = insert_messages_sql(2);
-        assert!(sql.ends_with("VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17), ($18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34)"), "{sql}");
+        let row = |r: usize| {
+            let ps: Vec<String> = (1..=MESSAGE_ROW_PARAMS)
+                .map(|c| format!("${}", r * MESSAGE_ROW_PARAMS + c))
+                .collect();
+            format!("({})", ps.join(", "))
+        };
+        assert!(sql.ends_with(&format!("VALUES {}, {}", row(0), row(1))), "{sql}");
+        assert!(sql.contains("cum_cuts, cum_mirror) VALUES"), "{sql}");
         assert_eq!(
             stored_ids_sql(2),
             "SELECT client_id, seq, role, content, metadata FROM messages \
              WHERE conversation_id = $1 AND client_id IN ($2, $3)"
         );
+    }
+
+    /// The shifts' SQL takes sums modulo the modulus recall-core computes them with.
+    #[test]
+    fn shifts_use_the_mirror_modulus() {
+        let m = recall_core::gateway::mirror::MODULUS.to_string();
+        assert!(SHIFT_RUNNING.contains(&format!("% {m}")));
+        assert!(crate::fork_plan::SHIFT_TOTALS.contains(&format!("% {m}")));
     }
 }

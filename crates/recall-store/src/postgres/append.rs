@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
 
 use super::PgStore;
-use crate::append_plan::{lookup_ids, plan_appends, replacement, Running, StoredId};
+use crate::append_plan::{lookup_ids, plan_appends, replacement, Replaced, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::error::StoreError;
 use crate::fork_plan::Segment;
@@ -21,6 +21,7 @@ use crate::statements::{
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
+use recall_core::gateway::mirror;
 
 type Tx<'a> = Transaction<'a, Postgres>;
 
@@ -38,7 +39,11 @@ const RESERVE_RUNNING: &str = "UPDATE conversations SET last_seq = last_seq + $3
      WHERE id = $1 AND tenant = $2 \
      RETURNING last_seq, message_count, total_o200k, total_cl100k, total_chars, total_chars4, \
      total_turns, total_cuts, (SELECT COUNT(*) FROM stable_windows WHERE conversation_id = $1 \
-     AND stable_windows.last_seq = conversations.last_seq - $3), last_at";
+     AND stable_windows.last_seq = conversations.last_seq - $3), last_at, total_mirror";
+
+/// Saves the mirror sum `$2` of conversation `$1` after [`RESERVE_RUNNING`], which cannot move
+/// it: each message's term depends on its seq, known only once the lock is held.
+const SAVE_MIRROR: &str = "UPDATE conversations SET total_mirror = $2 WHERE id = $1";
 
 fn running_at(row: &sqlx::postgres::PgRow) -> Result<Running, StoreError> {
     Ok(Running {
@@ -52,6 +57,7 @@ fn running_at(row: &sqlx::postgres::PgRow) -> Result<Running, StoreError> {
         cuts: row.try_get(7)?,
         current_windows: row.try_get(8)?,
         last_at: row.try_get(9)?,
+        mirror: row.try_get(10)?,
     })
 }
 
@@ -106,9 +112,29 @@ impl PgStore {
         q.bind(now_ms())
             .bind(id)
             .bind(r.last_at)
+            .bind(r.mirror)
             .execute(&mut **tx)
             .await?;
         Ok(())
+    }
+
+    /// Message `seq` of conversation `id` as an update or a redaction replaces it (its own
+    /// rows only), if there is one.
+    pub(super) async fn replaced(
+        conn: &mut PgConnection,
+        id: &str,
+        seq: i64,
+    ) -> Result<Option<Replaced>, StoreError> {
+        type Row = (i64, i64, i64, i64, String, String, String);
+        let row: Option<Row> = sqlx::query_as(MESSAGE_FIGURES)
+            .bind(id)
+            .bind(seq)
+            .fetch_optional(conn)
+            .await?;
+        row.map(|(o, c, ch, flags, role, content, status)| {
+            Replaced::from_columns(seq, (o, c, ch, flags), role, &content, &status)
+        })
+        .transpose()
     }
 
     /// The stored messages under the client ids of `encoded`.
@@ -204,7 +230,8 @@ impl PgStore {
                     .bind(run.cl100k)
                     .bind(run.chars)
                     .bind(run.chars4)
-                    .bind(run.cuts);
+                    .bind(run.cuts)
+                    .bind(run.mirror);
             }
             q.execute(&mut *tx).await?;
         }
@@ -213,6 +240,12 @@ impl PgStore {
         }
         if locked {
             Self::save_running(&mut tx, id, &r).await?;
+        } else if r.mirror.is_some() {
+            sqlx::query(SAVE_MIRROR)
+                .bind(id)
+                .bind(r.mirror)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(plan.out)
@@ -282,26 +315,15 @@ impl PgStore {
         let mut tx = self.pool.begin().await?;
         let mut r = Self::lock_running(&mut tx, tenant, id).await?;
         Self::before_update(&mut tx, id, seq).await?;
-        let old: Option<(i64, i64, i64, i64, String)> = sqlx::query_as(MESSAGE_FIGURES)
-            .bind(id)
-            .bind(seq)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some((o, c, ch, flags, old_role)) = old else {
+        let Some(old) = Self::replaced(&mut tx, id, seq).await? else {
             return Err(StoreError::MessageNotFound {
                 conversation: id.to_string(),
                 seq,
             });
         };
-        let old_f = Figures {
-            tokens_o200k: o,
-            tokens_cl100k: c,
-            chars: ch,
-            ..Figures::default()
-        }
-        .with_flags(flags);
         let f = &e.figures;
-        let delta = replacement((&old_f, &old_role), (f, e.role));
+        let delta = replacement((&old.figures, &old.role), (f, e.role));
+        let d_mirror = mirror::shift(seq, old.mirror, e.mirror);
         sqlx::query(UPDATE_MESSAGE)
             .bind(id)
             .bind(seq)
@@ -316,12 +338,14 @@ impl PgStore {
             .execute(&mut *tx)
             .await?;
         let [d_o, d_c, d_ch, d_c4, d_cuts, _] = delta;
-        if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+        if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
             let mut q = sqlx::query(SHIFT_RUNNING).bind(id).bind(seq);
-            for d in [d_o, d_c, d_ch, d_c4, d_cuts] {
+            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] {
                 q = q.bind(d);
             }
             q.execute(&mut *tx).await?;
+        }
+        if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
             // Stable windows that counted the old size step back, or go.
             for sql in [ROLL_BACK_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM] {
                 sqlx::query(sql)
@@ -332,6 +356,7 @@ impl PgStore {
             }
         }
         r.shift(delta);
+        r.mirror = r.mirror.map(|m| mirror::add(m, d_mirror));
         Self::save_running(&mut tx, id, &r).await?;
         tx.commit().await?;
         Ok(())

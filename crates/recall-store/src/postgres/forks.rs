@@ -15,20 +15,21 @@ use crate::append_plan::replacement;
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
+    after, apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
     fork_running, forks_of_sql, has_forks, owner, page_upto_sql, redaction, segments,
     stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF,
     COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT,
-    INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT,
-    SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID,
+    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
 };
-use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
+use crate::model::{Conversation, ConversationUpdate, MirrorSums, NewFork, StoredMessage};
 use crate::statements::{
     get_conversation_sql, stable_rows_sql, DELETE_CONVERSATION, DELETE_MESSAGES,
-    DELETE_STABLE_WINDOWS, MESSAGE_COLUMNS, MESSAGE_FIGURES, SHIFT_RUNNING, SYSTEM_MESSAGES,
+    DELETE_STABLE_WINDOWS, MESSAGE_COLUMNS, SHIFT_RUNNING, SYSTEM_MESSAGES,
 };
 use crate::window::{StableKey, Totals};
 use crate::window_plan::history_message;
+use recall_core::gateway::mirror;
 
 type Tx<'a> = Transaction<'a, Postgres>;
 
@@ -99,19 +100,21 @@ impl PgStore {
         Ok(q.fetch_one(&mut *conn).await?)
     }
 
-    /// The running totals of a history up to `at`.
+    /// The running totals of a history up to `at`, the time of its newest message and its
+    /// mirror sum (an empty history's is 0).
     async fn totals_at(
         conn: &mut PgConnection,
         segs: &[Segment],
         at: i64,
-    ) -> Result<(Totals, Option<i64>), StoreError> {
+    ) -> Result<(Totals, Option<i64>, Option<i64>), StoreError> {
+        type Row = (i64, i64, i64, i64, i64, i64, Option<i64>);
         for seg in truncate(segs, at) {
-            let found: Option<(i64, i64, i64, i64, i64, i64)> = sqlx::query_as(LAST_CUM)
+            let found: Option<Row> = sqlx::query_as(LAST_CUM)
                 .bind(&seg.id)
                 .bind(seg.upto)
                 .fetch_optional(&mut *conn)
                 .await?;
-            if let Some((o200k, cl100k, chars, chars4, cuts, last_at)) = found {
+            if let Some((o200k, cl100k, chars, chars4, cuts, last_at, mirror)) = found {
                 let t = Totals {
                     o200k,
                     cl100k,
@@ -119,10 +122,10 @@ impl PgStore {
                     chars4,
                     cuts,
                 };
-                return Ok((t, Some(last_at)));
+                return Ok((t, Some(last_at), mirror));
             }
         }
-        Ok((Totals::default(), None))
+        Ok((Totals::default(), None, Some(0)))
     }
 
     /// Forks conversation `id` at `at`, holding its row lock (so no update of its messages
@@ -155,12 +158,13 @@ impl PgStore {
                 .await?;
             check_fork_point(id, at, status.as_deref())?;
         }
-        let (totals, last_at) = Self::totals_at(&mut tx, &segs, at).await?;
+        let (totals, last_at, mirror) = Self::totals_at(&mut tx, &segs, at).await?;
         let run = fork_running(
             at,
             count_at(from.last_seq, from.message_count, at),
             totals,
             last_at,
+            mirror,
         );
         let title = new.title.clone().or_else(|| from.title.clone());
         check_text("title", title.as_deref().unwrap_or(""))?;
@@ -198,6 +202,7 @@ impl PgStore {
             .bind(encode_chain(&ancestors)?)
             .bind(prefix_system)
             .bind(run.last_at)
+            .bind(run.mirror)
             .execute(&mut *tx)
             .await?;
         if at == from.last_seq {
@@ -227,6 +232,58 @@ impl PgStore {
             .fetch_all(&mut *conn)
             .await?;
         rows.iter().map(conversation_at).collect()
+    }
+
+    /// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`), read in one
+    /// snapshot.
+    pub(super) async fn mirror_sums_of(
+        &self,
+        tenant: &str,
+        id: &str,
+        at: i64,
+    ) -> Result<MirrorSums, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let (last_seq, count, total): (i64, i64, Option<i64>) = sqlx::query_as(MIRROR_TOTAL)
+            .bind(id)
+            .bind(tenant)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let mut sum_at = Some(0);
+        for seg in truncate(&segs, at) {
+            let found: Option<Option<i64>> = sqlx::query_scalar(MIRROR_AT)
+                .bind(&seg.id)
+                .bind(seg.upto)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(m) = found {
+                sum_at = m;
+                break;
+            }
+        }
+        let mut redacted = Vec::new();
+        for (seg, from, upto) in after(&segs, at) {
+            let seqs: Vec<i64> = sqlx::query_scalar(REDACTED_IN)
+                .bind(&seg)
+                .bind(from)
+                .bind(upto)
+                .fetch_all(&mut *tx)
+                .await?;
+            redacted.extend(seqs);
+        }
+        tx.commit().await?;
+        redacted.sort_unstable();
+        Ok(MirrorSums {
+            last_seq,
+            count,
+            total,
+            at: sum_at,
+            redacted,
+        })
     }
 
     /// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
@@ -318,20 +375,10 @@ impl PgStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        let old: Option<(i64, i64, i64, i64, String)> = sqlx::query_as(MESSAGE_FIGURES)
-            .bind(&o)
-            .bind(seq)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let (t_o, t_c, t_ch, flags, role) = old.ok_or_else(not_found)?;
-        let old_f = Figures {
-            tokens_o200k: t_o,
-            tokens_cl100k: t_c,
-            chars: t_ch,
-            ..Figures::default()
-        }
-        .with_flags(flags);
-        let e = redaction(&role)?;
+        let old = Self::replaced(&mut tx, &o, seq)
+            .await?
+            .ok_or_else(not_found)?;
+        let e = redaction(&old.role)?;
         let f = &e.figures;
         sqlx::query(REDACT_MESSAGE)
             .bind(&o)
@@ -358,8 +405,9 @@ impl PgStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        let delta = replacement((&old_f, &role), (f, e.role));
+        let delta = replacement((&old.figures, &old.role), (f, e.role));
         let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = delta;
+        let d_mirror = mirror::shift(seq, old.mirror, mirror::REDACTED);
         // The forks' documents may hold the message's words (`DROP_RECALL_INDEX`), under the
         // lock their catch-up takes.
         for c in readers.iter().filter(|c| **c != o) {
@@ -372,19 +420,21 @@ impl PgStore {
             }
         }
         for c in &readers {
-            if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+            if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
                 let mut q = sqlx::query(SHIFT_RUNNING).bind(c).bind(seq);
-                for d in [d_o, d_c, d_ch, d_c4, d_cuts] {
+                for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] {
                     q = q.bind(d);
                 }
                 q.execute(&mut *tx).await?;
+            }
+            if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
                 sqlx::query(DELETE_STABLE_WINDOWS)
                     .bind(c)
                     .execute(&mut *tx)
                     .await?;
             }
             let mut q = sqlx::query(SHIFT_TOTALS).bind(c);
-            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] {
+            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_turns, d_mirror] {
                 q = q.bind(d);
             }
             q.execute(&mut *tx).await?;

@@ -28,8 +28,8 @@ use crate::codec::{
 use crate::error::StoreError;
 use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
-    Appended, Conversation, ConversationUpdate, NewConversation, NewFork, NewMessage, NewVector,
-    RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
+    Appended, Conversation, ConversationUpdate, MirrorSums, NewConversation, NewFork, NewMessage,
+    NewVector, RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
 };
 use crate::statements::{
     get_conversation_sql, list_conversations_sql, API_KEY_TENANT, DELETE_MESSAGES,
@@ -211,6 +211,11 @@ impl Store for PgStore {
     async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
         check_key(tenant, id)?;
         self.forks_of(tenant, id).await
+    }
+
+    async fn mirror_sums(&self, tenant: &str, id: &str, at: i64) -> Result<MirrorSums, StoreError> {
+        check_key(tenant, id)?;
+        self.mirror_sums_of(tenant, id, at).await
     }
 
     async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {

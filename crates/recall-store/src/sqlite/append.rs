@@ -34,6 +34,7 @@ pub(super) fn running(tx: &Transaction<'_>, tenant: &str, id: &str) -> Result<Ru
                 cuts: row.get(7)?,
                 current_windows: row.get(8)?,
                 last_at: row.get(9)?,
+                mirror: row.get(10)?,
             })
         })
         .optional()?
@@ -44,8 +45,12 @@ pub(super) fn running(tx: &Transaction<'_>, tenant: &str, id: &str) -> Result<Ru
 pub(super) fn save_running(tx: &Transaction<'_>, id: &str, r: &Running) -> Result<(), StoreError> {
     let [a, b, c, d, e, f, g, h] = r.columns();
     let now = now_ms();
-    tx.prepare_cached(SAVE_RUNNING)?
-        .execute(named(&[&a, &b, &c, &d, &e, &f, &g, &h, &now, &id, &r.last_at]).as_slice())?;
+    tx.prepare_cached(SAVE_RUNNING)?.execute(
+        named(&[
+            &a, &b, &c, &d, &e, &f, &g, &h, &now, &id, &r.last_at, &r.mirror,
+        ])
+        .as_slice(),
+    )?;
     Ok(())
 }
 
@@ -131,6 +136,7 @@ pub(super) fn append(
             bind(&run.chars)?;
             bind(&run.chars4)?;
             bind(&run.cuts)?;
+            bind(&run.mirror)?;
         }
         insert.raw_execute()?;
     }

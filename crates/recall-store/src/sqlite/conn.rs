@@ -155,9 +155,9 @@ impl Connections {
 }
 
 /// The names of `$1`…`$N`, for binding the shared statements' parameters by name.
-const NAMES: [&str; 19] = [
+const NAMES: [&str; 24] = [
     "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13", "$14", "$15",
-    "$16", "$17", "$18", "$19",
+    "$16", "$17", "$18", "$19", "$20", "$21", "$22", "$23", "$24",
 ];
 
 /// `values` as the parameters `$1`… of a shared statement (see `crate::statements`), bound by
@@ -165,6 +165,8 @@ const NAMES: [&str; 19] = [
 pub(super) fn named<'a>(
     values: &[&'a dyn rusqlite::ToSql],
 ) -> Vec<(&'static str, &'a dyn rusqlite::ToSql)> {
+    // A value past the names would be dropped without a word, and its parameter bound NULL.
+    debug_assert!(values.len() <= NAMES.len(), "more parameters than NAMES");
     NAMES.iter().copied().zip(values.iter().copied()).collect()
 }
 

@@ -6,22 +6,24 @@ use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use super::append::running;
 use super::conn::{conversation, named, stored_message};
-use crate::append_plan::replacement;
+use crate::append_plan::{replacement, Replaced};
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
+    after, apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
     fork_running, has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
     ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS,
-    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, REDACT_MESSAGE, SET_CLIENT_ID,
-    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL,
+    REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT,
+    SYSTEM_UPTO, UPDATE_SETTINGS,
 };
-use crate::model::{Conversation, ConversationUpdate, Figures, NewFork, StoredMessage};
+use crate::model::{Conversation, ConversationUpdate, MirrorSums, NewFork, StoredMessage};
 use crate::statements::{
     get_conversation_sql, stable_rows_sql, DELETE_CONVERSATION, DELETE_MESSAGES,
     DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING, SYSTEM_MESSAGES,
 };
 use crate::window::{StableKey, Totals};
+use recall_core::gateway::mirror;
 
 /// The segments of conversation `id`'s history, newest first, from its row (the chain a fork
 /// stores, migration 0008); not found when it is not the tenant's.
@@ -75,13 +77,13 @@ fn count(conn: &Connection, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Resul
         .query_row(named(values).as_slice(), |r| r.get(0))?)
 }
 
-/// The running totals of a history up to `at` and the time of its newest message (those of
-/// its newest message at or before it).
+/// The running totals of a history up to `at`, the time of its newest message and its mirror
+/// sum (those of its newest message at or before it; an empty history's sum is 0).
 fn totals_at(
     conn: &Connection,
     segs: &[Segment],
     at: i64,
-) -> Result<(Totals, Option<i64>), StoreError> {
+) -> Result<(Totals, Option<i64>, Option<i64>), StoreError> {
     for seg in truncate(segs, at) {
         let found = conn
             .prepare_cached(LAST_CUM)?
@@ -93,14 +95,14 @@ fn totals_at(
                     chars4: r.get(3)?,
                     cuts: r.get(4)?,
                 };
-                Ok((t, r.get(5)?))
+                Ok((t, r.get(5)?, r.get(6)?))
             })
             .optional()?;
-        if let Some((t, last_at)) = found {
-            return Ok((t, Some(last_at)));
+        if let Some((t, last_at, mirror)) = found {
+            return Ok((t, Some(last_at), mirror));
         }
     }
-    Ok((Totals::default(), None))
+    Ok((Totals::default(), None, Some(0)))
 }
 
 /// Forks conversation `id` at `at` (see `Store::fork_conversation`).
@@ -130,12 +132,13 @@ pub(super) fn fork(
             .optional()?;
         check_fork_point(id, at, status.as_deref())?;
     }
-    let (totals, last_at) = totals_at(tx, &segs, at)?;
+    let (totals, last_at, mirror) = totals_at(tx, &segs, at)?;
     let run = fork_running(
         at,
         count_at(from.last_seq, from.message_count, at),
         totals,
         last_at,
+        mirror,
     );
     let title = new.title.clone().or_else(|| from.title.clone());
     check_text("title", title.as_deref().unwrap_or(""))?;
@@ -176,6 +179,7 @@ pub(super) fn fork(
             &chain,
             &prefix_system,
             &run.last_at,
+            &run.mirror,
         ])
         .as_slice(),
     )?;
@@ -269,27 +273,8 @@ pub(super) fn redact(
         seq,
     };
     let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
-    let old: Option<(i64, i64, i64, i64, String)> = tx
-        .prepare_cached(MESSAGE_FIGURES)?
-        .query_row(named(&[&o, &seq]).as_slice(), |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-            ))
-        })
-        .optional()?;
-    let (t_o, t_c, t_ch, flags, role) = old.ok_or_else(not_found)?;
-    let old_f = Figures {
-        tokens_o200k: t_o,
-        tokens_cl100k: t_c,
-        chars: t_ch,
-        ..Figures::default()
-    }
-    .with_flags(flags);
-    let e = redaction(&role)?;
+    let old = replaced(tx, &o, seq)?.ok_or_else(not_found)?;
+    let e = redaction(&old.role)?;
     let f = &e.figures;
     tx.pragma_update(None, "secure_delete", true)?;
     tx.prepare_cached(REDACT_MESSAGE)?.execute(
@@ -313,7 +298,9 @@ pub(super) fn redact(
         tx.prepare_cached(SET_CLIENT_ID)?
             .execute(named(&[&o, &seq, &hashed]).as_slice())?;
     }
-    let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = replacement((&old_f, &role), (f, e.role));
+    let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] =
+        replacement((&old.figures, &old.role), (f, e.role));
+    let d_mirror = mirror::shift(seq, old.mirror, mirror::REDACTED);
     let mut readers: Vec<String> = tx
         .prepare_cached(DESCENDANTS_READING)?
         .query_map(named(&[&o, &seq]).as_slice(), |r| r.get(0))?
@@ -325,14 +312,18 @@ pub(super) fn redact(
     }
     readers.insert(0, o);
     for c in &readers {
+        if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
+            tx.prepare_cached(SHIFT_RUNNING)?.execute(
+                named(&[c, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_mirror]).as_slice(),
+            )?;
+        }
         if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
-            tx.prepare_cached(SHIFT_RUNNING)?
-                .execute(named(&[c, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts]).as_slice())?;
             // Stable windows counted the old size.
             tx.execute(DELETE_STABLE_WINDOWS, named(&[c]).as_slice())?;
         }
-        tx.prepare_cached(SHIFT_TOTALS)?
-            .execute(named(&[c, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_turns]).as_slice())?;
+        tx.prepare_cached(SHIFT_TOTALS)?.execute(
+            named(&[c, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_turns, &d_mirror]).as_slice(),
+        )?;
         // A summary stands for the message as it was; a summariser reading it cannot commit.
         for sql in [
             crate::summaries::DROP_LEASE_FROM,
@@ -350,6 +341,75 @@ pub(super) fn redact(
     )?;
     tx.pragma_update(None, "secure_delete", false)?;
     Ok(())
+}
+
+/// Message `seq` of conversation `id` as an update or a redaction replaces it (its own rows
+/// only), if there is one.
+pub(super) fn replaced(
+    conn: &Connection,
+    id: &str,
+    seq: i64,
+) -> Result<Option<Replaced>, StoreError> {
+    type Row = ((i64, i64, i64, i64), String, String, String);
+    let row: Option<Row> = conn
+        .prepare_cached(MESSAGE_FIGURES)?
+        .query_row(named(&[&id, &seq]).as_slice(), |row| {
+            Ok((
+                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?),
+                row.get(4)?,
+                row.get(5)?,
+                row.get(6)?,
+            ))
+        })
+        .optional()?;
+    row.map(|(figures, role, content, status)| {
+        Replaced::from_columns(seq, figures, role, &content, &status)
+    })
+    .transpose()
+}
+
+/// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`).
+pub(super) fn mirror_sums(
+    conn: &Connection,
+    tenant: &str,
+    id: &str,
+    at: i64,
+) -> Result<MirrorSums, StoreError> {
+    let (last_seq, count, total): (i64, i64, Option<i64>) = conn
+        .prepare_cached(MIRROR_TOTAL)?
+        .query_row(named(&[&id, &tenant]).as_slice(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?
+        .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+    let segs = chain(conn, tenant, id)?;
+    let mut sum_at = Some(0);
+    for seg in truncate(&segs, at) {
+        let found: Option<Option<i64>> = conn
+            .prepare_cached(MIRROR_AT)?
+            .query_row(named(&[&seg.id, &seg.upto]).as_slice(), |r| r.get(0))
+            .optional()?;
+        if let Some(m) = found {
+            sum_at = m;
+            break;
+        }
+    }
+    let mut redacted = Vec::new();
+    for (seg, from, upto) in after(&segs, at) {
+        let mut stmt = conn.prepare_cached(REDACTED_IN)?;
+        let rows = stmt.query_map(named(&[&seg, &from, &upto]).as_slice(), |r| r.get(0))?;
+        for seq in rows {
+            redacted.push(seq?);
+        }
+    }
+    redacted.sort_unstable();
+    Ok(MirrorSums {
+        last_seq,
+        count,
+        total,
+        at: sum_at,
+        redacted,
+    })
 }
 
 /// Changes the settings of conversation `id` (see `Store::update_conversation`).

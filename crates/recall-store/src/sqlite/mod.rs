@@ -42,8 +42,8 @@ use crate::codec::{
 use crate::error::StoreError;
 use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
-    Appended, Conversation, ConversationUpdate, NewConversation, NewFork, NewMessage, NewVector,
-    RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
+    Appended, Conversation, ConversationUpdate, MirrorSums, NewConversation, NewFork, NewMessage,
+    NewVector, RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
 };
 use crate::options::{Durability, SqliteOptions};
 use crate::statements::{
@@ -294,6 +294,11 @@ impl Store for SqliteStore {
     async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
         check_key(tenant, id)?;
         self.read(|c| forks::forks(c, tenant, id))
+    }
+
+    async fn mirror_sums(&self, tenant: &str, id: &str, at: i64) -> Result<MirrorSums, StoreError> {
+        check_key(tenant, id)?;
+        self.read(|c| forks::mirror_sums(c, tenant, id, at))
     }
 
     async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {

@@ -1,21 +1,21 @@
 //! SQLite's writes other than the append, each run by the writer (`writer.rs`) in its write
 //! transaction with the shared statements (`statements`).
 
-use rusqlite::{OptionalExtension, Transaction};
+use rusqlite::Transaction;
 
 use super::append::{running, save_running};
 use super::conn::named;
 use crate::append_plan::{replacement, Running};
 use crate::codec::Encoded;
 use crate::error::StoreError;
-use crate::model::Figures;
 use crate::stable::StableRow;
 use crate::statements::{
-    DELETE_MESSAGES, DELETE_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM, MESSAGE_FIGURES,
-    ROLL_BACK_STABLE_WINDOWS, SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE,
+    DELETE_MESSAGES, DELETE_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM, ROLL_BACK_STABLE_WINDOWS,
+    SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
+use recall_core::gateway::mirror;
 
 /// Removes a conversation's messages and stable windows; returns how many messages.
 pub(super) fn clear_conversation(
@@ -43,33 +43,15 @@ pub(super) fn update_message(
 ) -> Result<(), StoreError> {
     let mut r = running(tx, tenant, id)?;
     super::forks::before_update(tx, id, seq)?;
-    let old: Option<(i64, i64, i64, i64, String)> = tx
-        .prepare_cached(MESSAGE_FIGURES)?
-        .query_row(named(&[&id, &seq]).as_slice(), |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-            ))
-        })
-        .optional()?;
-    let Some((o, c, ch, flags, old_role)) = old else {
+    let Some(old) = super::forks::replaced(tx, id, seq)? else {
         return Err(StoreError::MessageNotFound {
             conversation: id.to_string(),
             seq,
         });
     };
-    let old_f = Figures {
-        tokens_o200k: o,
-        tokens_cl100k: c,
-        chars: ch,
-        ..Figures::default()
-    }
-    .with_flags(flags);
     let f = &e.figures;
-    let delta = replacement((&old_f, &old_role), (f, e.role));
+    let delta = replacement((&old.figures, &old.role), (f, e.role));
+    let d_mirror = mirror::shift(seq, old.mirror, e.mirror);
     tx.prepare_cached(UPDATE_MESSAGE)?.execute(
         named(&[
             &id,
@@ -86,9 +68,12 @@ pub(super) fn update_message(
         .as_slice(),
     )?;
     let [d_o, d_c, d_ch, d_c4, d_cuts, _] = delta;
+    if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
+        tx.prepare_cached(SHIFT_RUNNING)?.execute(
+            named(&[&id, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_mirror]).as_slice(),
+        )?;
+    }
     if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
-        tx.prepare_cached(SHIFT_RUNNING)?
-            .execute(named(&[&id, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts]).as_slice())?;
         // Stable windows that counted the old size step back, or go.
         for sql in [ROLL_BACK_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM] {
             tx.prepare_cached(sql)?
@@ -96,6 +81,7 @@ pub(super) fn update_message(
         }
     }
     r.shift(delta);
+    r.mirror = r.mirror.map(|m| mirror::add(m, d_mirror));
     save_running(tx, id, &r)
 }
 
