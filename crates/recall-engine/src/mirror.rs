@@ -44,8 +44,9 @@ impl Engine {
         let count = usize::try_from(conv.message_count).unwrap_or(0);
         let first = conv.last_seq - conv.message_count + 1;
         // The sums of the whole history and every redacted seq in it: the tail's redacted
-        // messages match whatever the client holds in their place.
-        let sums = if count > 0 {
+        // messages match whatever the client holds in their place. One message (append mode)
+        // is placed on the tail alone, where a redacted message would prove nothing anyway.
+        let sums = if count > 0 && incoming.len() > 1 {
             Some(self.store.mirror_sums(tenant, &conv.id, first - 1).await?)
         } else {
             None
@@ -83,7 +84,7 @@ impl Engine {
         };
         // What the request holds before what is new covers the newest `n` stored messages.
         let n = covered.min(count);
-        if n == 0 {
+        if n == 0 || incoming.len() == 1 {
             return Ok(continued);
         }
         let at = conv.last_seq - n as i64;
