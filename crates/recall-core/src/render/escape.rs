@@ -30,7 +30,7 @@
 use std::borrow::Cow;
 
 pub use super::reading::is_ignorable;
-use super::reading::{is_blank, matches, may_open_tag, may_start, reading, Reading, Stream};
+use super::reading::{self, is_blank, matches, may_open_tag, reading, Reading, Stream};
 
 /// Every label of every text format. One set for all three formats: a label of another
 /// format is escaped too, which costs nothing and closes cross-format tricks.
@@ -47,8 +47,9 @@ pub const LABELS: [&str; 6] = [
 pub const FRAMING: &str = "Continue the conversation. The human says:";
 
 /// What a line may not start with, as patterns for [`matches`]: `~` is optional blanks, `_`
-/// optional `_`/`-`/blanks, `' '` one or more blanks, `$` the end of the line after blanks.
-const LINE_PATTERNS: [&str; 10] = [
+/// optional `_`/`-`/blanks, `' '` one or more blanks, `$` the end of the line after blanks,
+/// `#` digits, `*` the blanks and symbols (an emoji) before a `task` role.
+const LINE_PATTERNS: [&str; 16] = [
     // The turn labels.
     "human~:",
     "assistant~:",
@@ -64,11 +65,8 @@ const LINE_PATTERNS: [&str; 10] = [
     // …]`): a line of quoted content that starts like one would read as another excerpt.
     "[~seq ",
     "[~conversation ",
-];
-
-/// A `task` item header (`N. 🤖 ASSISTANT:`): digits, `.`, at most eight characters that
-/// are not letters (the emoji, blanks), a role, optionally `[truncated]`, and a colon.
-const TASK_PATTERNS: [&str; 6] = [
+    // A `task` item header (`N. 🤖 ASSISTANT:`): digits, `.`, at most eight characters that
+    // are not letters (the emoji, blanks), a role, optionally `[truncated]`, and a colon.
     "#.*user~:",
     "#.*assistant~:",
     "#.*system~:",
@@ -76,6 +74,58 @@ const TASK_PATTERNS: [&str; 6] = [
     "#.*assistant~[~truncated~]~:",
     "#.*system~[~truncated~]~:",
 ];
+
+/// Where the `task` item headers start in [`LINE_PATTERNS`]: what `task` escapes.
+const TASK_FROM: usize = 10;
+
+/// For each of [`LINE_PATTERNS`], the ASCII characters (as bits) its reading may start with,
+/// and those it may go on with (see [`reading::first_two`]), computed at compile time from
+/// the generated table.
+const FIRSTS: [(u128, u128); LINE_PATTERNS.len()] = {
+    let mut out = [(0u128, 0u128); LINE_PATTERNS.len()];
+    let mut i = 0;
+    while i < LINE_PATTERNS.len() {
+        out[i] = reading::first_two(LINE_PATTERNS[i].as_bytes());
+        i += 1;
+    }
+    out
+};
+
+/// The ASCII characters whose own reading may start one of [`LINE_PATTERNS`]: a line
+/// starting with any other ASCII character needs no further look (most lines).
+const SOURCE_FIRST: u128 = {
+    let mut any = 0u128;
+    let mut i = 0;
+    while i < FIRSTS.len() {
+        any |= FIRSTS[i].0;
+        i += 1;
+    }
+    // Blanks too, should a line be given with them.
+    let mut out = (1u128 << b' ') | (1u128 << b'\t');
+    let mut b = 0u8;
+    while b < 128 {
+        if reading::ascii_first(b) & any != 0 {
+            out |= 1u128 << b;
+        }
+        b += 1;
+    }
+    out
+};
+
+/// The ASCII characters (as bits) that read as themselves (all but `"`, `%`, `0`, `1`, `I`,
+/// `` ` ``, `m` and `|` in the data).
+const SAME: u128 = {
+    let mut out = 0u128;
+    let mut b = 0u8;
+    while b < 128 {
+        let r = reading::ascii_const(b).as_bytes();
+        if r.len() == 1 && r[0] == b {
+            out |= 1u128 << b;
+        }
+        b += 1;
+    }
+    out
+};
 
 /// True when `line`, after its leading blanks and invisible characters, starts like a `task`
 /// item header (`N. 🤖 ASSISTANT:`): what `task`, which escapes nothing else, escapes in
@@ -88,19 +138,45 @@ pub fn is_task_header_line(line: &str) -> bool {
 /// leading blanks), or `None`.
 pub fn task_header_at(line: &str) -> Option<usize> {
     let t = line.trim_start_matches(is_blank);
-    starts_with_any(t, &TASK_PATTERNS).then_some(line.len() - t.len())
+    starts_with_any(t, TASK_FROM).then_some(line.len() - t.len())
 }
 
 /// True when `t`, after its leading blanks and invisible characters, starts with one of
-/// `pats` as read.
-fn starts_with_any(t: &str, pats: &[&str]) -> bool {
+/// [`LINE_PATTERNS`] from index `from` on, as read.
+fn starts_with_any(t: &str, from: usize) -> bool {
+    if let Some(&b) = t.as_bytes().first() {
+        if b < 128 && SOURCE_FIRST & (1u128 << b) == 0 {
+            return false;
+        }
+    }
     let t = t.trim_start_matches(|c: char| is_blank(c) || is_ignorable(c));
     let s = Stream::new(t);
-    let Some(first) = s.peek() else {
-        return false;
+    // The first two characters as read (every pattern starts with an ASCII one): straight
+    // from the bytes when both read as themselves, as in most text.
+    let bits = match t.as_bytes() {
+        &[a, b, ..]
+            if a < 128 && b < 128 && SAME & (1u128 << a) != 0 && SAME & (1u128 << b) != 0 =>
+        {
+            (1u128 << a, 1u128 << b)
+        }
+        _ => {
+            let mut two = s.clone();
+            let Some(first) = two.next().filter(char::is_ascii) else {
+                return false;
+            };
+            (
+                1u128 << u32::from(first),
+                two.next()
+                    .filter(char::is_ascii)
+                    .map_or(u128::MAX, |c| 1u128 << u32::from(c)),
+            )
+        }
     };
-    pats.iter()
-        .any(|p| may_start(p.as_bytes(), first) && matches(s.clone(), p.as_bytes()))
+    (from..LINE_PATTERNS.len()).any(|i| {
+        FIRSTS[i].0 & bits.0 != 0
+            && FIRSTS[i].1 & bits.1 != 0
+            && matches(s.clone(), LINE_PATTERNS[i].as_bytes())
+    })
 }
 
 /// What follows the `<` of a history tag, open or close.
@@ -158,72 +234,7 @@ pub fn starts_with_tag(s: &str) -> bool {
 /// follow its line break), starts with a turn label, the framing line, a header or is a
 /// `---` line.
 fn starts_escaped_line(t: &str) -> bool {
-    // Cheap first test: a line of plain ASCII text starting with a letter no pattern starts
-    // with, as most do.
-    if let Some(&b) = t.as_bytes().first() {
-        if b.is_ascii_alphabetic() && LINE_FIRST & (1u128 << b) == 0 {
-            return false;
-        }
-    }
-    starts_with_any(t, &LINE_PATTERNS) || starts_with_any(t, &TASK_PATTERNS)
-}
-
-/// The ASCII letters (as bits) whose reading starts like one of [`LINE_PATTERNS`] or
-/// [`TASK_PATTERNS`]: a line starting with another letter needs no further look.
-const LINE_FIRST: u128 = {
-    let mut mask = 0u128;
-    let mut b = b'A';
-    while b <= b'z' {
-        if b.is_ascii_alphabetic() && starts_pattern(b) {
-            mask |= 1u128 << b;
-        }
-        b += 1;
-    }
-    mask
-};
-
-/// True when the reading of ASCII letter `b` starts with a character some line pattern may
-/// start with (see [`LINE_FIRST`]); computed from the generated table at compile time.
-const fn starts_pattern(b: u8) -> bool {
-    let Some(&f) = super::reading::ascii_const(b).as_bytes().first() else {
-        return true;
-    };
-    let mut i = 0;
-    while i < LINE_PATTERNS.len() + TASK_PATTERNS.len() {
-        let p = if i < LINE_PATTERNS.len() {
-            LINE_PATTERNS[i].as_bytes()[0]
-        } else {
-            TASK_PATTERNS[i - LINE_PATTERNS.len()].as_bytes()[0]
-        };
-        let hit = match p {
-            b'#' => {
-                let mut d = b'0';
-                let mut any = false;
-                while d <= b'9' {
-                    any |= first_byte(d) == f;
-                    d += 1;
-                }
-                any
-            }
-            _ if p.is_ascii_alphabetic() => {
-                first_byte(p.to_ascii_lowercase()) == f || first_byte(p.to_ascii_uppercase()) == f
-            }
-            _ => first_byte(p) == f,
-        };
-        if hit {
-            return true;
-        }
-        i += 1;
-    }
-    false
-}
-
-/// The first byte of ASCII character `b`'s reading (0 when it reads as nothing).
-const fn first_byte(b: u8) -> u8 {
-    match super::reading::ascii_const(b).as_bytes().first() {
-        Some(&f) => f,
-        None => 0,
-    }
+    starts_with_any(t, 0)
 }
 
 /// True when the line would read as a turn start, separator, framing line, header, or holds

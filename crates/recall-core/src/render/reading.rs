@@ -137,8 +137,12 @@ pub fn may_open_tag(c: char) -> bool {
 /// in turn, up to the end of the text or its next line break.
 #[derive(Debug, Clone)]
 pub(crate) struct Stream<'a> {
-    src: std::str::Chars<'a>,
-    cur: ReadingChars,
+    /// The source text not read yet.
+    src: &'a str,
+    /// The rest of the current character's reading.
+    cur: &'static str,
+    /// The current character, when it reads as itself and is not taken yet.
+    same: Option<char>,
 }
 
 impl<'a> Stream<'a> {
@@ -150,29 +154,48 @@ impl<'a> Stream<'a> {
     /// `rest` (the remainder of one character's reading), then the reading of `text`.
     pub(crate) fn after(rest: &'static str, text: &'a str) -> Self {
         Stream {
-            src: text.chars(),
-            cur: Reading::Text(rest).chars(),
+            src: text,
+            cur: rest,
+            same: None,
         }
     }
 
     /// The next character of the reading; `None` at the end of the line.
     pub(crate) fn next(&mut self) -> Option<char> {
         loop {
-            if let Some(c) = self.cur.next() {
+            if let Some(c) = self.same.take() {
                 return Some(c);
             }
-            let c = self.src.next()?;
+            if let Some(c) = self.cur.chars().next() {
+                self.cur = &self.cur[c.len_utf8()..];
+                return Some(c);
+            }
+            let &b = self.src.as_bytes().first()?;
+            if b < 0x80 {
+                // ASCII, most of the time reading as itself.
+                if matches!(b, b'\n' | b'\r' | 0x0b | 0x0c) {
+                    self.src = "";
+                    return None;
+                }
+                self.src = &self.src[1..];
+                let r = ascii(b);
+                if r.len() == 1 {
+                    return r.chars().next();
+                }
+                self.cur = r;
+                continue;
+            }
+            let c = self.src.chars().next()?;
             if is_line_break(c) {
-                self.src = "".chars();
+                self.src = "";
                 return None;
             }
-            self.cur = reading(c).chars();
+            self.src = &self.src[c.len_utf8()..];
+            match reading(c) {
+                Reading::Text(r) => self.cur = r,
+                Reading::Same(c) => return Some(c),
+            }
         }
-    }
-
-    /// The next character without taking it.
-    pub(crate) fn peek(&self) -> Option<char> {
-        self.clone().next()
     }
 
     /// Takes the next character when `f` accepts it.
@@ -193,18 +216,115 @@ impl<'a> Stream<'a> {
     }
 }
 
-/// True for a character of a digit's reading (`O` for 0, `l` for 1, `2` … `9`).
+/// The characters of the digits' readings (`O` for 0, `l` for 1, `2` … `9`), as bits.
+const DIGITS: u128 = {
+    let mut out = 0u128;
+    let mut d = b'0';
+    while d <= b'9' {
+        out |= first_chars(d);
+        d += 1;
+    }
+    out
+};
+
+/// True for a character of a digit's reading.
 fn is_digit_reading(c: char) -> bool {
-    (b'0'..=b'9').any(|d| ascii(d).starts_with(c))
+    c.is_ascii() && DIGITS & (1u128 << u32::from(c)) != 0
+}
+
+/// The first character of ASCII character `b`'s reading, as a bit (none when it is not
+/// ASCII).
+pub(crate) const fn ascii_first(b: u8) -> u128 {
+    match ascii_const(b).as_bytes().first() {
+        Some(&f) if f < 128 => 1u128 << f,
+        _ => 0,
+    }
+}
+
+/// The ASCII characters (as bits) a reading matching pattern byte `p` may start with (see
+/// [`matches`]): for a letter, the first of its lower and upper case forms' readings; for
+/// `#`, the digits'; for a byte of a run, none (no pattern starts with one).
+pub(crate) const fn first_chars(p: u8) -> u128 {
+    match p {
+        b'#' => {
+            let mut out = 0u128;
+            let mut d = b'0';
+            while d <= b'9' {
+                out |= ascii_first(d);
+                d += 1;
+            }
+            out
+        }
+        b' ' | b'~' | b'_' | b'*' | b'$' => 0,
+        _ if p.is_ascii_alphabetic() => {
+            ascii_first(p.to_ascii_lowercase()) | ascii_first(p.to_ascii_uppercase())
+        }
+        _ => ascii_first(p),
+    }
+}
+
+/// Every character (as bits): no filter.
+const ANY: u128 = u128::MAX;
+
+/// The blanks of a reading (every other whitespace character reads as a space).
+const BLANKS: u128 = (1u128 << b' ') | (1u128 << b'\t');
+
+/// The ASCII characters (as bits) the reading matched by `pat[k..]` may start with; [`ANY`]
+/// when it may be empty or start with anything.
+const fn firsts_from(pat: &[u8], k: usize) -> u128 {
+    if k >= pat.len() {
+        return ANY;
+    }
+    match pat[k] {
+        b' ' => BLANKS,
+        b'~' | b'$' => BLANKS | firsts_from(pat, k + 1),
+        b'_' => BLANKS | (1u128 << b'_') | (1u128 << b'-') | firsts_from(pat, k + 1),
+        b'#' => DIGITS,
+        b'*' => ANY,
+        p => first_chars(p),
+    }
+}
+
+/// The ASCII characters (as bits) of a reading matching `pat` may start with, and those its
+/// second character may be ([`ANY`]: any, or none): a cheap test of a line's first two
+/// characters before [`matches`].
+pub(crate) const fn first_two(pat: &[u8]) -> (u128, u128) {
+    let second = match pat[0] {
+        b'#' => DIGITS | firsts_from(pat, 1),
+        b' ' | b'~' | b'_' | b'*' | b'$' => ANY,
+        p => {
+            let (lower, upper) = if p.is_ascii_alphabetic() {
+                (p.to_ascii_lowercase(), p.to_ascii_uppercase())
+            } else {
+                (p, p)
+            };
+            second_of(ascii_const(lower).as_bytes(), pat)
+                | second_of(ascii_const(upper).as_bytes(), pat)
+        }
+    };
+    (firsts_from(pat, 0), second)
+}
+
+/// What follows the first character of `alt` (an alternative of `pat`'s first byte).
+const fn second_of(alt: &[u8], pat: &[u8]) -> u128 {
+    match alt.len() {
+        0 => ANY,
+        1 => firsts_from(pat, 1),
+        _ if alt[0] < 128 && alt[1] < 128 => 1u128 << alt[1],
+        _ => ANY,
+    }
 }
 
 /// The readings a pattern byte stands for: a letter's lower and upper case forms, any other
 /// character's own.
-fn alternatives(p: u8) -> [&'static str; 2] {
+fn alternatives(p: u8) -> (&'static str, Option<&'static str>) {
     if p.is_ascii_alphabetic() {
-        [ascii(p.to_ascii_lowercase()), ascii(p.to_ascii_uppercase())]
+        (
+            ascii(p.to_ascii_lowercase()),
+            Some(ascii(p.to_ascii_uppercase())),
+        )
     } else {
-        [ascii(p), ascii(p)]
+        (ascii(p), None)
     }
 }
 
@@ -250,20 +370,11 @@ pub(crate) fn matches(mut s: Stream<'_>, pat: &[u8]) -> bool {
         }
         return matches(s, rest);
     }
-    alternatives(p).iter().any(|alt| {
+    let (a, b) = alternatives(p);
+    [Some(a), b].into_iter().flatten().any(|alt| {
         let mut t = s.clone();
         t.eat(alt) && matches(t, rest)
     })
-}
-
-/// True when a reading starting with `first` could match `pat` (a cheap test before
-/// [`matches`]).
-pub(crate) fn may_start(pat: &[u8], first: char) -> bool {
-    match pat.first() {
-        None | Some(b' ' | b'~' | b'_' | b'*' | b'$') => true,
-        Some(b'#') => is_digit_reading(first),
-        Some(&p) => alternatives(p).iter().any(|a| a.starts_with(first)),
-    }
 }
 
 #[cfg(test)]
