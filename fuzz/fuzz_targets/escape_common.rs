@@ -7,11 +7,17 @@
 //! Input layout: the bytes are decoded lossily as UTF-8 and split at U+0001. The last
 //! segment is the `xml` current message (left out of the history in every target, so each
 //! target sees the same history for the same input). Every other segment is one item: its
-//! first character chooses the kind (its code point modulo 8), the rest is the text.
+//! first character chooses the kind (its code point modulo 8), the rest is the text; the same
+//! character's code point divided by 8, modulo 4, puts the text into a recalled excerpt too
+//! (1: a user's, 2: an assistant's) or into the summary (3). The recalled section and the
+//! summary, escaped, are read back with `read_section` and must appear verbatim in the prompt
+//! wherever the format places them.
 
 use recall_core::context::stable_start_of;
 use recall_core::message::{Block, DocumentKind, Message, Role, ToolResultContent};
-use recall_core::policy::Format;
+use recall_core::policy::{Format, RecallScope};
+use recall_core::recall::{render_section, RecalledMessage};
+use recall_core::summary::{render_summary, Summary};
 use recall_core::render::{render, RenderInput};
 use recall_core::select::{select, HistoryMessage};
 use recall_core::tokens::Tokenizer;
@@ -23,6 +29,8 @@ struct Case {
     system: Vec<String>,
     history: Vec<Message>,
     current: String,
+    recalled: Vec<RecalledMessage>,
+    summary: Vec<String>,
 }
 
 fn tool_pair(
@@ -69,6 +77,8 @@ fn case(data: &[u8]) -> Case {
         system: Vec::new(),
         history: Vec::new(),
         current,
+        recalled: Vec::new(),
+        summary: Vec::new(),
     };
     for (i, seg) in segs.into_iter().enumerate() {
         let mut chars = seg.chars();
@@ -76,6 +86,21 @@ fn case(data: &[u8]) -> Case {
             continue;
         };
         let t = chars.as_str();
+        let quoted = |role| RecalledMessage {
+            conversation_id: None,
+            seq: i as i64 + 1,
+            score: 1.0,
+            hit: true,
+            message: Message::text(role, t),
+            at: None,
+            tokens: 0,
+        };
+        match kind as u32 / 8 % 4 {
+            1 => c.recalled.push(quoted(Role::User)),
+            2 => c.recalled.push(quoted(Role::Assistant)),
+            3 => c.summary.push(t.to_string()),
+            _ => {}
+        }
         match kind as u32 % 8 {
             0 | 1 => c.history.push(Message::text(Role::User, t)),
             2 | 3 => c.history.push(Message::text(Role::Assistant, t)),
@@ -105,11 +130,10 @@ fn case(data: &[u8]) -> Case {
 
 /// Renders the input in `format` and checks the reader finds exactly the real turns.
 pub fn check(format: Format, data: &[u8]) {
-    let c = case(data);
+    let mut c = case(data);
     let mut policy = format.default_policy();
     policy.tokenizer = Tokenizer::Chars4;
-    let h: Vec<HistoryMessage> = c
-        .history
+    let h: Vec<HistoryMessage> = std::mem::take(&mut c.history)
         .into_iter()
         .enumerate()
         .map(|(i, m)| HistoryMessage::new(i, m, &policy.tokenizer))
@@ -121,8 +145,11 @@ pub fn check(format: Format, data: &[u8]) {
         kept: &s.kept,
         current: Some(&c.current),
         escape: true,
+        recalled: None,
+        summary: None,
     };
     let out = render(format, &input).to_text();
+    check_sections(format, &c, &input);
     match format {
         Format::Transcript => {
             let read = readers::read_transcript(&out).unwrap_or_else(|e| fail(&e, &out));
@@ -147,6 +174,45 @@ pub fn check(format: Format, data: &[u8]) {
             assert_eq!(read, readers::task_items(&c.system, &s.kept), "{out:?}");
         }
         Format::Anthropic | Format::Openai => unreachable!("not a text format"),
+    }
+}
+
+/// The recalled section and the summary: each read back as a section holding what was put
+/// in it, and placed verbatim (a text renderer inserts them as they are).
+fn check_sections(format: Format, c: &Case, input: &RenderInput<'_>) {
+    let recalled = render_section(&c.recalled, RecallScope::Conversation, true);
+    let summary = (!c.summary.is_empty()).then(|| {
+        render_summary(
+            &Summary {
+                from_seq: 1,
+                to_seq: 1,
+                text: c.summary.join("\n"),
+            },
+            true,
+        )
+    });
+    if !recalled.is_empty() {
+        let read = readers::read_section(&recalled).unwrap_or_else(|e| fail(&e, &recalled));
+        let excerpts = c.recalled.len();
+        assert_eq!(read, readers::SectionRead::Recalled { excerpts }, "{recalled:?}");
+    }
+    if let Some(s) = &summary {
+        let read = readers::read_section(s).unwrap_or_else(|e| fail(&e, s));
+        assert_eq!(read, readers::SectionRead::Summary, "{s:?}");
+    }
+    let with = RenderInput {
+        recalled: Some(&recalled),
+        summary: summary.as_deref(),
+        ..*input
+    };
+    let out = render(format, &with).to_text();
+    if let Some(s) = &summary {
+        assert!(out.contains(s.as_str()), "summary not placed verbatim: {out:?}");
+    }
+    // The recalled section goes before the newest user message, when there is one (always in
+    // `xml`, before the current message).
+    if !recalled.is_empty() && (format == Format::Xml || input.newest_user().is_some()) {
+        assert!(out.contains(&recalled), "recalled section not placed: {out:?}");
     }
 }
 

@@ -24,6 +24,11 @@
 //! - in `task` content, an **item header**: digits, `.`, at most eight characters that are not
 //!   letters besides blanks, a role, an optional `[truncated]`, a colon.
 //!
+//! [`read_section`] reads a section recall writes around quoted content (`<recalled_messages>`,
+//! `<conversation_summary>`): no quoted line may read as a label, separator, framing line or
+//! header past its two-space indentation, and no tag of a section (`recalled_messages`,
+//! `conversation_summary`, `new_messages`) or of the history may stand unescaped inside it.
+//!
 //! A line is split at LF, CR, CRLF (one break), VT, FF, NEL, U+2028 and U+2029.
 
 #![allow(dead_code)]
@@ -147,6 +152,11 @@ fn forms(word: &'static str) -> &'static [String] {
             "conversation",
             "history",
             "truncated",
+            "seq",
+            "recalled",
+            "messages",
+            "summary",
+            "new",
         ];
         words
             .into_iter()
@@ -256,8 +266,14 @@ fn is_task_header(n: &str) -> bool {
 
 /// Byte offsets of the history tags in `text` that are not escaped.
 pub fn tags(text: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut prev: Option<char> = None;
+    opening_tags(text, &[("conversation", "history")])
+}
+
+/// Byte offsets of the characters in `text` that open a tag named by one of `names`: a
+/// character whose skeleton holds a `<`, not directly after a backslash, then (in the
+/// skeleton of the rest of the line) blanks, an optional `/`, blanks, the first word, any
+/// run of `_`, `-` and blanks, the second word.
+fn opening_tags(text: &str, names: &[(&'static str, &'static str)]) -> Vec<usize> {
     // Which ASCII characters read with a `<` (only `<` itself in the data): the rest of
     // ASCII is passed over without computing a skeleton.
     static ASCII_LT: OnceLock<Vec<bool>> = OnceLock::new();
@@ -266,6 +282,8 @@ pub fn tags(text: &str) -> Vec<usize> {
             .map(|b| sk(&char::from(b).to_string()).contains('<'))
             .collect()
     });
+    let mut out = Vec::new();
+    let mut prev: Option<char> = None;
     for (i, c) in text.char_indices() {
         if c.is_ascii() && !ascii_lt[c as usize] {
             prev = Some(c);
@@ -283,8 +301,10 @@ pub fn tags(text: &str) -> Vec<usize> {
                     let n = collapse(&read[j + 1..]);
                     let r = opt_space(&n);
                     let r = opt_space(r.strip_prefix('/').unwrap_or(r));
-                    word(r, "conversation").is_some_and(|r| {
-                        word(r.trim_start_matches(['_', '-', ' ']), "history").is_some()
+                    names.iter().any(|&(first, second)| {
+                        word(r, first).is_some_and(|r| {
+                            word(r.trim_start_matches(['_', '-', ' ']), second).is_some()
+                        })
                     })
                 });
             if opens {
@@ -681,4 +701,105 @@ pub fn same_but_backslashes(a: &str, b: &str) -> bool {
     a.chars()
         .filter(|&c| c != '\\')
         .eq(b.chars().filter(|&c| c != '\\'))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sections recall writes around quoted content
+// ---------------------------------------------------------------------------------------------
+
+/// A section recall writes, as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SectionRead {
+    /// `<conversation_summary>`.
+    Summary,
+    /// `<recalled_messages>`, with the excerpts it holds.
+    Recalled { excerpts: usize },
+}
+
+/// Byte offsets of the section tags (`recalled_messages`, `conversation_summary`,
+/// `new_messages`, open or close) in `text` that are not escaped: read as history tags are
+/// (see [`tags`]).
+pub fn section_tags(text: &str) -> Vec<usize> {
+    opening_tags(
+        text,
+        &[
+            ("recalled", "messages"),
+            ("conversation", "summary"),
+            ("new", "messages"),
+        ],
+    )
+}
+
+/// True when a normalised line reads as a recalled excerpt's header (`[seq …`,
+/// `[conversation …`).
+fn is_excerpt_header(n: &str) -> bool {
+    n.strip_prefix('[').is_some_and(|r| {
+        let r = opt_space(r);
+        word(r, "seq")
+            .or_else(|| word(r, "conversation"))
+            .is_some_and(|r| r.starts_with(' '))
+    })
+}
+
+/// Reads a section as recall renders it: its open tag, an intro line, then (recalled) excerpt
+/// headers at column 0, and quoted lines indented by two spaces, then its close tag. A quoted
+/// line may read, past its indentation, as no label, separator, framing line, excerpt or item
+/// header, and no line of the section may hold a history or section tag that is not escaped.
+pub fn read_section(text: &str) -> Result<SectionRead, String> {
+    let ls = lines(text);
+    let recalled = match ls[0].1 {
+        "<recalled_messages>" => true,
+        "<conversation_summary>" => false,
+        l => return Err(format!("section: opens with {l:?}")),
+    };
+    let close = if recalled {
+        "</recalled_messages>"
+    } else {
+        "</conversation_summary>"
+    };
+    let Some(((_, last), body)) = ls[1..].split_last() else {
+        return Err("section: one line".into());
+    };
+    if *last != close {
+        return Err(format!("section: ends with {last:?}, not {close:?}"));
+    }
+    let Some(((_, intro), body)) = body.split_first() else {
+        return Err("section: no intro line".into());
+    };
+    if intro.starts_with(' ') || !section_tags(intro).is_empty() || !tags(intro).is_empty() {
+        return Err(format!("section: intro line {intro:?}"));
+    }
+    let mut excerpts = 0;
+    for &(at, l) in body {
+        if !section_tags(l).is_empty() || !tags(l).is_empty() {
+            return Err(format!("section: a tag at byte {at}: {l:?}"));
+        }
+        if let Some(q) = l.strip_prefix("  ") {
+            let n = norm(q);
+            if label(&n).is_some()
+                || is_separator(&n)
+                || is_framing(&n)
+                || is_excerpt_header(&n)
+                || is_task_header(&n)
+            {
+                return Err(format!(
+                    "section: quoted line at byte {at} reads as structure: {l:?}"
+                ));
+            }
+            if recalled && excerpts == 0 {
+                return Err(format!(
+                    "section: quoted text before the first excerpt at byte {at}"
+                ));
+            }
+        } else if recalled && is_excerpt_header(&norm(l)) {
+            excerpts += 1;
+        } else {
+            return Err(format!("section: a line at column 0 at byte {at}: {l:?}"));
+        }
+    }
+    Ok(if recalled {
+        SectionRead::Recalled { excerpts }
+    } else {
+        SectionRead::Summary
+    })
 }
