@@ -279,7 +279,10 @@ mod tests {
                 .collect();
             format!("({})", ps.join(", "))
         };
-        assert!(sql.ends_with(&format!("VALUES {}, {}", row(0), row(1))), "{sql}");
+        assert!(
+            sql.ends_with(&format!("VALUES {}, {}", row(0), row(1))),
+            "{sql}"
+        );
         assert!(sql.contains("cum_cuts, cum_mirror) VALUES"), "{sql}");
         assert_eq!(
             stored_ids_sql(2),
