@@ -91,21 +91,43 @@ const FIRSTS: [(u128, u128); LINE_PATTERNS.len()] = {
     out
 };
 
+/// For each ASCII character, the patterns (as bits of [`LINE_PATTERNS`] indices) whose
+/// reading may start with it (`.0`) or go on with it (`.1`); index 128 stands for a second
+/// character that is not ASCII, or none, which rules nothing out.
+const BY_CHAR: [(u16, u16); 129] = {
+    let mut out = [(0u16, 0u16); 129];
+    let mut c = 0;
+    while c < 129 {
+        let bit = if c < 128 { 1u128 << c } else { u128::MAX };
+        let mut i = 0;
+        while i < FIRSTS.len() {
+            if FIRSTS[i].0 & bit != 0 && c < 128 {
+                out[c].0 |= 1 << i;
+            }
+            if FIRSTS[i].1 & bit != 0 {
+                out[c].1 |= 1 << i;
+            }
+            i += 1;
+        }
+        c += 1;
+    }
+    out
+};
+
 /// The ASCII characters whose own reading may start one of [`LINE_PATTERNS`]: a line
 /// starting with any other ASCII character needs no further look (most lines).
 const SOURCE_FIRST: u128 = {
-    let mut any = 0u128;
-    let mut i = 0;
-    while i < FIRSTS.len() {
-        any |= FIRSTS[i].0;
-        i += 1;
-    }
     // Blanks too, should a line be given with them.
     let mut out = (1u128 << b' ') | (1u128 << b'\t');
     let mut b = 0u8;
     while b < 128 {
-        if reading::ascii_first(b) & any != 0 {
-            out |= 1u128 << b;
+        let f = reading::ascii_first(b);
+        let mut c = 0;
+        while c < 128 {
+            if f & (1u128 << c) != 0 && BY_CHAR[c].0 != 0 {
+                out |= 1u128 << b;
+            }
+            c += 1;
         }
         b += 1;
     }
@@ -152,31 +174,35 @@ fn starts_with_any(t: &str, from: usize) -> bool {
     let t = t.trim_start_matches(|c: char| is_blank(c) || is_ignorable(c));
     let s = Stream::new(t);
     // The first two characters as read (every pattern starts with an ASCII one): straight
-    // from the bytes when both read as themselves, as in most text.
-    let bits = match t.as_bytes() {
+    // from the bytes when both read as themselves, as in most text. Index 128: no second
+    // ASCII character.
+    let (first, second) = match t.as_bytes() {
         &[a, b, ..]
             if a < 128 && b < 128 && SAME & (1u128 << a) != 0 && SAME & (1u128 << b) != 0 =>
         {
-            (1u128 << a, 1u128 << b)
+            (usize::from(a), usize::from(b))
         }
         _ => {
             let mut two = s.clone();
             let Some(first) = two.next().filter(char::is_ascii) else {
                 return false;
             };
-            (
-                1u128 << u32::from(first),
-                two.next()
-                    .filter(char::is_ascii)
-                    .map_or(u128::MAX, |c| 1u128 << u32::from(c)),
-            )
+            let second = two
+                .next()
+                .filter(char::is_ascii)
+                .map_or(128, |c| c as usize);
+            (first as usize, second)
         }
     };
-    (from..LINE_PATTERNS.len()).any(|i| {
-        FIRSTS[i].0 & bits.0 != 0
-            && FIRSTS[i].1 & bits.1 != 0
-            && matches(s.clone(), LINE_PATTERNS[i].as_bytes())
-    })
+    let mut candidates = BY_CHAR[first].0 & BY_CHAR[second].1 & (u16::MAX << from);
+    while candidates != 0 {
+        let i = candidates.trailing_zeros() as usize;
+        if matches(s.clone(), LINE_PATTERNS[i].as_bytes()) {
+            return true;
+        }
+        candidates &= candidates - 1;
+    }
+    false
 }
 
 /// What follows the `<` of a history tag, open or close.
@@ -666,6 +692,9 @@ mod tests {
                     "\u{2027}", "\u{c2}", "\u{e2}", "x", "Hum", "an:", "é", "😀", "<", "＜", "/",
                     "conversation", "_history", "HISTORY", "\u{200b}", "\u{feff}", "：", "human",
                     "Continue the conversation", "continue", " the ", "0123456789abcdef",
+                    // Lookalikes (issue 33, item 9).
+                    "\u{2800}", "\u{2c2}", "\u{1438}", "\u{589}", "\u{430}", "\u{43e}", "rn",
+                    "\u{3008}", "ᑅ", "≪", "\u{2014}", "2. 🤖 ", "USER", "[seq ",
                 ]),
                 0..24,
             )
