@@ -164,10 +164,16 @@ enum TurnKind {
 /// One event of a turn, as sent to the client: its name and JSON data.
 type Frame = (&'static str, Value);
 
-/// What the turn task reports.
+/// What the turn task reports. A client that reads nothing leaves every event of the reply
+/// queued here until the write timeout closes its connection, and a fast backend sends
+/// tens of thousands of text deltas in that time: a delta is its own small variant (32
+/// bytes and its text), where a `TurnEvent` inline made every queued delta about 200 bytes.
 enum Report {
-    Event(TurnEvent),
-    // Boxed: sent once per turn, while events are many.
+    /// A text delta of the reply.
+    Text(String),
+    // Boxed: large, and few.
+    Event(Box<TurnEvent>),
+    // Boxed: sent once per turn.
     Finished(Box<Result<TurnOutcome, EngineError>>),
 }
 
@@ -213,7 +219,11 @@ async fn start_turn_of(
     tokio::spawn(async move {
         let events = tx.clone();
         let on_event = move |ev| {
-            let _ = events.send(Report::Event(ev));
+            let report = match ev {
+                TurnEvent::Backend(BackendEvent::TextDelta(d)) => Report::Text(d),
+                other => Report::Event(Box::new(other)),
+            };
+            let _ = events.send(report);
         };
         let b = backend.as_ref();
         let result = match kind {
@@ -255,8 +265,13 @@ async fn start_turn_of(
 impl RunningTurn {
     /// The client frame of a report, if it has one; `None` also after the last.
     fn frame(&self, report: Report) -> Option<Frame> {
-        match report {
-            Report::Event(TurnEvent::Backend(ev)) => match ev {
+        let event = match report {
+            Report::Text(d) => return Some(("assistant_chunk", json!({ "delta": d }))),
+            Report::Event(event) => *event,
+            Report::Finished(r) => return self.finished(*r),
+        };
+        match event {
+            TurnEvent::Backend(ev) => match ev {
                 BackendEvent::TextDelta(d) => Some(("assistant_chunk", json!({ "delta": d }))),
                 BackendEvent::ToolUse { id, name, input } => {
                     Some(("tool_use", json!({"id": id, "name": name, "input": input})))
@@ -272,34 +287,36 @@ impl RunningTurn {
                 // Errors and the end are reported once the reply is stored.
                 _ => None,
             },
-            Report::Event(TurnEvent::UserStored { seq }) => {
-                Some(("user_stored", json!({ "seq": seq })))
-            }
-            Report::Event(TurnEvent::ContextBuilt { .. }) => None,
-            Report::Event(TurnEvent::Forked { conversation_id }) => {
+            TurnEvent::UserStored { seq } => Some(("user_stored", json!({ "seq": seq }))),
+            TurnEvent::ContextBuilt { .. } => None,
+            TurnEvent::Forked { conversation_id } => {
                 Some(("forked", json!({ "conversation_id": conversation_id })))
             }
-            Report::Finished(r) => match *r {
-                Ok(o) => Some(match &o.error {
-                    None => (
-                        "done",
-                        json!({"message_id": o.reply_seq, "user_message_id": o.user_seq,
-                           "usage": o.usage, "stop_reason": o.stop_reason}),
-                    ),
-                    Some(e) => {
-                        self.state.inner.metrics.backend_error(&self.backend);
-                        (
-                            "error",
-                            json!({"message": e.to_string(), "message_id": o.reply_seq,
-                               "status": o.status}),
-                        )
-                    }
-                }),
-                Err(e) => {
-                    let err = ApiError::from(e);
-                    Some(("error", json!({"message": err.message})))
+        }
+    }
+
+    /// The client frame of the turn's end.
+    fn finished(&self, result: Result<TurnOutcome, EngineError>) -> Option<Frame> {
+        match result {
+            Ok(o) => Some(match &o.error {
+                None => (
+                    "done",
+                    json!({"message_id": o.reply_seq, "user_message_id": o.user_seq,
+                       "usage": o.usage, "stop_reason": o.stop_reason}),
+                ),
+                Some(e) => {
+                    self.state.inner.metrics.backend_error(&self.backend);
+                    (
+                        "error",
+                        json!({"message": e.to_string(), "message_id": o.reply_seq,
+                           "status": o.status}),
+                    )
                 }
-            },
+            }),
+            Err(e) => {
+                let err = ApiError::from(e);
+                Some(("error", json!({"message": err.message})))
+            }
         }
     }
 }
@@ -645,4 +662,19 @@ async fn send(socket: &mut WebSocket, kind: &str, data: Value, request_id: Optio
         .send(WsMessage::Text(Value::Object(frame).to_string().into()))
         .await
         .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queued text delta costs its text and a few words, not a `TurnEvent`'s size.
+    #[test]
+    fn a_queued_text_delta_is_small() {
+        assert!(
+            std::mem::size_of::<Report>() <= 32,
+            "{}",
+            std::mem::size_of::<Report>()
+        );
+    }
 }

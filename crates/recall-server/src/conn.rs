@@ -3,7 +3,10 @@
 //!
 //! Each connection is in one of three phases, watched by its own task:
 //! - **idle** — no request under way (just accepted, or between kept-alive requests): closed
-//!   after `idle_timeout`;
+//!   `idle_timeout` after the later of the last request's end and the last write that made
+//!   progress. hyper ends a request when it takes the last piece of its body, which it may
+//!   still be writing: a 32 MB answer read slowly goes on for as long as it progresses;
+//!   from its last write on, the idle clock runs;
 //! - **head** — the first bytes of a request arrived, its headers are not complete: closed
 //!   `header_timeout` after that first byte (a client sending a header byte now and then);
 //! - **busy** — a request is being answered (until its response body is sent, streams
@@ -27,6 +30,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -201,14 +205,32 @@ enum Phase {
 struct Clock {
     phase: Mutex<Phase>,
     changed: Notify,
+    /// When the clock started, and milliseconds from then to the last write that made
+    /// progress (no notification: the idle deadline reads it when it falls due).
+    born: Instant,
+    wrote_ms: AtomicU64,
 }
 
 impl Clock {
     fn new() -> Clock {
+        let now = Instant::now();
         Clock {
-            phase: Mutex::new(Phase::Idle(Instant::now())),
+            phase: Mutex::new(Phase::Idle(now)),
             changed: Notify::new(),
+            born: now,
+            wrote_ms: AtomicU64::new(0),
         }
+    }
+
+    /// Bytes were written: an answer is still going out, so the connection is not idle.
+    fn wrote(&self) {
+        let ms = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.wrote_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// The last write that made progress (the clock's start if none).
+    fn last_write(&self) -> Instant {
+        self.born + Duration::from_millis(self.wrote_ms.load(Ordering::Relaxed))
     }
 
     fn update(&self, f: impl FnOnce(Phase) -> Phase) {
@@ -248,13 +270,13 @@ impl Clock {
         });
     }
 
-    /// Completes when the connection has been idle or in a request head for too long; says
-    /// which.
+    /// Completes when the connection has been idle (since the later of its last request and
+    /// its last write) or in a request head for too long; says which.
     async fn expired(&self, header: Duration, idle: Duration) -> &'static str {
         loop {
             let phase = *self.phase.lock().unwrap_or_else(|e| e.into_inner());
             let (deadline, why) = match phase {
-                Phase::Idle(since) => (since + idle, "idle for too long"),
+                Phase::Idle(since) => (since.max(self.last_write()) + idle, "idle for too long"),
                 Phase::Head(since) => (since + header, "still sending its request headers"),
                 Phase::Busy(_) => {
                     self.changed.notified().await;
@@ -334,6 +356,9 @@ impl AsyncWrite for Watched {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.clock.wrote();
+        }
         self.written(r, cx)
     }
 
@@ -343,6 +368,9 @@ impl AsyncWrite for Watched {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.clock.wrote();
+        }
         self.written(r, cx)
     }
 
@@ -550,5 +578,34 @@ mod tests {
             started.elapsed()
         );
         finisher.await.unwrap();
+    }
+
+    /// A connection whose request is over but whose answer is still being written (hyper
+    /// ended the request when it took the body's last piece) is not idle: the idle clock
+    /// runs from its last write.
+    #[tokio::test]
+    async fn writes_keep_a_connection_from_being_idle() {
+        let header = Duration::from_millis(200);
+        let idle = Duration::from_millis(400);
+        let clock = Arc::new(Clock::new());
+        clock.request_started();
+        clock.request_finished();
+        let writing = Duration::from_millis(1200);
+        let c = clock.clone();
+        let writer = tokio::spawn(async move {
+            let until = Instant::now() + writing;
+            while Instant::now() < until {
+                c.wrote();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        let started = Instant::now();
+        assert_eq!(clock.expired(header, idle).await, "idle for too long");
+        let took = started.elapsed();
+        assert!(
+            (writing..writing + idle + Duration::from_millis(700)).contains(&took),
+            "closed after {took:?} (writes for {writing:?}, idle timeout {idle:?})"
+        );
+        writer.await.unwrap();
     }
 }

@@ -309,9 +309,12 @@ pub async fn context(
     context_json(format, &out.prompt, &out.stats, window, &out.policy)
 }
 
-/// The [`ContextResponse`] of a built context, written straight into a buffer of its size: a
-/// text prompt is tens of kilobytes, which axum's `Json` would copy into a `Value`, escape
-/// byte by byte and grow into by doubling from 128 bytes.
+/// The [`ContextResponse`] of a built context, written straight into a buffer of its exact
+/// size. axum's `Json` would copy the prompt into a `Value` and grow a buffer by doubling, as
+/// would a guessed size that falls short: a 32 MB answer (a control character takes six bytes)
+/// then reserved up to 64 MB and was copied on the way. The prompt is measured first
+/// ([`recall_engine::prompt_bytes`]: a scan of a text prompt, a serialisation into a counter
+/// for a JSON one); the other parts are small and serialised beforehand.
 fn context_json(
     format: &str,
     prompt: &recall_core::render::Prompt,
@@ -319,32 +322,46 @@ fn context_json(
     window: Option<WindowView>,
     policy: &impl serde::Serialize,
 ) -> Result<SizedJson, ApiError> {
-    use recall_core::json_text::push_json_str;
+    use recall_core::json_text::{json_str_len, push_json_str};
     let failed = |e: serde_json::Error| {
         tracing::error!(error = %e, "a context did not serialise");
         ApiError::internal()
     };
-    let hint = match prompt {
-        recall_core::render::Prompt::Text(s) => s.len() + s.len() / 16,
-        recall_core::render::Prompt::Json(_) => 16 * 1024,
-    };
-    let mut out = Vec::with_capacity(hint + 1024);
-    out.extend_from_slice(b"{\"format\":");
+    let stats = serde_json::to_vec(stats).map_err(failed)?;
+    let window = serde_json::to_vec(&window).map_err(failed)?;
+    let policy = serde_json::to_vec(policy).map_err(failed)?;
+    const KEYS: [&[u8]; 5] = [
+        b"{\"format\":",
+        b",\"prompt\":",
+        b",\"stats\":",
+        b",\"window\":",
+        b",\"policy\":",
+    ];
+    let size = KEYS.iter().map(|k| k.len()).sum::<usize>()
+        + json_str_len(format)
+        + recall_engine::prompt_bytes(prompt)
+        + stats.len()
+        + window.len()
+        + policy.len()
+        + 1;
+    let mut out = Vec::with_capacity(size);
+    out.extend_from_slice(KEYS[0]);
     push_json_str(&mut out, format);
-    out.extend_from_slice(b",\"prompt\":");
+    out.extend_from_slice(KEYS[1]);
     match prompt {
         recall_core::render::Prompt::Text(s) => push_json_str(&mut out, s),
         recall_core::render::Prompt::Json(v) => {
             serde_json::to_writer(&mut out, v).map_err(failed)?
         }
     }
-    out.extend_from_slice(b",\"stats\":");
-    serde_json::to_writer(&mut out, stats).map_err(failed)?;
-    out.extend_from_slice(b",\"window\":");
-    serde_json::to_writer(&mut out, &window).map_err(failed)?;
-    out.extend_from_slice(b",\"policy\":");
-    serde_json::to_writer(&mut out, policy).map_err(failed)?;
+    out.extend_from_slice(KEYS[2]);
+    out.extend_from_slice(&stats);
+    out.extend_from_slice(KEYS[3]);
+    out.extend_from_slice(&window);
+    out.extend_from_slice(KEYS[4]);
+    out.extend_from_slice(&policy);
     out.push(b'}');
+    debug_assert_eq!(out.len(), size, "the context answer's measured size");
     Ok(SizedJson(out))
 }
 
@@ -414,6 +431,8 @@ mod tests {
             ] {
                 let SizedJson(body) =
                     context_json(format, &prompt, &stats, window, &policy).unwrap();
+                // Allocated once, at its size.
+                assert_eq!(body.len(), body.capacity(), "{format}");
                 let expected = serde_json::to_vec(&ContextResponse {
                     format: format.into(),
                     prompt: match &prompt {
