@@ -44,9 +44,16 @@ fn skip_plain(bytes: &[u8], mut i: usize) -> usize {
 /// `\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, other control characters as `\u00XX`, and
 /// everything else (non-ASCII included) as is.
 pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(s.len() + 2);
     out.push(b'"');
+    push_json_str_inner(out, s);
+    out.push(b'"');
+}
+
+/// Appends what [`push_json_str`] writes between the quotes. Escaping is per character, so a
+/// string escaped in pieces cut on character boundaries is the string escaped whole.
+pub(crate) fn push_json_str_inner(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
     let mut start = 0; // first byte not yet written
     let mut i = 0;
     loop {
@@ -80,7 +87,6 @@ pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
         start = i;
     }
     out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 /// The length of `s` as a JSON string literal ([`push_json_str`]'s output, quotes included),

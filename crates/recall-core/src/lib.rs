@@ -10,6 +10,7 @@
 pub mod context;
 pub mod extract;
 pub mod gateway;
+pub mod json_chunks;
 pub mod json_text;
 pub mod message;
 pub mod parse;

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use recall_core::context::ContextRequest;
+use recall_core::json_chunks::JsonChunks;
 use recall_engine::store::NewConversation;
 use serde_json::Value;
 
@@ -280,7 +281,7 @@ pub async fn context(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
     RawBody(body): RawBody,
-) -> Result<SizedJson, ApiError> {
+) -> Result<ChunkedJson, ApiError> {
     let b: ContextBody = optional_json(&body)?;
     let req = ContextRequest {
         format: b.format,
@@ -306,76 +307,107 @@ pub async fn context(
             first_seq: first as i64,
             last_seq: last as i64,
         });
-    context_json(format, &out.prompt, &out.stats, window, &out.policy)
+    context_json(format, out.prompt, &out.stats, window, &out.policy)
 }
 
-/// The [`ContextResponse`] of a built context, written straight into a buffer of its exact
-/// size. axum's `Json` would copy the prompt into a `Value` and grow a buffer by doubling, as
-/// would a guessed size that falls short: a 32 MB answer (a control character takes six bytes)
-/// then reserved up to 64 MB and was copied on the way. The prompt is measured first
+/// The [`ContextResponse`] of a built context, written as the client reads it: the prompt is
+/// escaped a piece at a time ([`JsonChunks`]) and each piece of the prompt is dropped once
+/// written, so an answer is never held whole beside the prompt it is made of. Escaping can make
+/// the answer six times the prompt (a control character is `\u0001`), and a client that
+/// reads slowly would otherwise keep the whole answer alive. The size is measured first
 /// ([`recall_engine::prompt_bytes`]: a scan of a text prompt, a serialisation into a counter
-/// for a JSON one); the other parts are small and serialised beforehand.
+/// for a JSON one) and sent as `Content-Length`; the other parts are small and serialised
+/// beforehand.
 fn context_json(
     format: &str,
-    prompt: &recall_core::render::Prompt,
+    prompt: recall_core::render::Prompt,
     stats: &impl serde::Serialize,
     window: Option<WindowView>,
     policy: &impl serde::Serialize,
-) -> Result<SizedJson, ApiError> {
+) -> Result<ChunkedJson, ApiError> {
     use recall_core::json_text::{json_str_len, push_json_str};
     let failed = |e: serde_json::Error| {
         tracing::error!(error = %e, "a context did not serialise");
         ApiError::internal()
     };
-    let stats = serde_json::to_vec(stats).map_err(failed)?;
-    let window = serde_json::to_vec(&window).map_err(failed)?;
-    let policy = serde_json::to_vec(policy).map_err(failed)?;
-    const KEYS: [&[u8]; 5] = [
-        b"{\"format\":",
-        b",\"prompt\":",
-        b",\"stats\":",
-        b",\"window\":",
-        b",\"policy\":",
-    ];
-    let size = KEYS.iter().map(|k| k.len()).sum::<usize>()
-        + json_str_len(format)
-        + recall_engine::prompt_bytes(prompt)
-        + stats.len()
-        + window.len()
-        + policy.len()
-        + 1;
-    let mut out = Vec::with_capacity(size);
-    out.extend_from_slice(KEYS[0]);
-    push_json_str(&mut out, format);
-    out.extend_from_slice(KEYS[1]);
+    let mut head = b"{\"format\":".to_vec();
+    push_json_str(&mut head, format);
+    head.extend_from_slice(b",\"prompt\":");
+    let mut tail = b",\"stats\":".to_vec();
+    serde_json::to_writer(&mut tail, stats).map_err(failed)?;
+    tail.extend_from_slice(b",\"window\":");
+    serde_json::to_writer(&mut tail, &window).map_err(failed)?;
+    tail.extend_from_slice(b",\"policy\":");
+    serde_json::to_writer(&mut tail, policy).map_err(failed)?;
+    tail.push(b'}');
+    let size = head.len() + recall_engine::prompt_bytes(&prompt) + tail.len();
+    debug_assert_eq!(json_str_len(format) + 20, head.len());
+    let mut chunks = JsonChunks::new();
+    chunks.push_raw(head);
     match prompt {
-        recall_core::render::Prompt::Text(s) => push_json_str(&mut out, s),
-        recall_core::render::Prompt::Json(v) => {
-            serde_json::to_writer(&mut out, v).map_err(failed)?
-        }
+        recall_core::render::Prompt::Text(s) => chunks.push_str(s),
+        recall_core::render::Prompt::Json(v) => chunks.push_value(v),
     }
-    out.extend_from_slice(KEYS[2]);
-    out.extend_from_slice(&stats);
-    out.extend_from_slice(KEYS[3]);
-    out.extend_from_slice(&window);
-    out.extend_from_slice(KEYS[4]);
-    out.extend_from_slice(&policy);
-    out.push(b'}');
-    debug_assert_eq!(out.len(), size, "the context answer's measured size");
-    Ok(SizedJson(out))
+    chunks.push_raw(tail);
+    Ok(ChunkedJson {
+        chunks,
+        left: size as u64,
+    })
 }
 
-/// A JSON body already serialised.
-pub(crate) struct SizedJson(Vec<u8>);
+/// A JSON answer of a known size, written a piece at a time as the client reads it.
+pub(crate) struct ChunkedJson {
+    chunks: JsonChunks,
+    /// Bytes not yet handed to hyper: the `Content-Length` at first.
+    left: u64,
+}
 
-impl IntoResponse for SizedJson {
+/// The size of one piece of a [`ChunkedJson`]: large enough that a piece costs little to
+/// hand over, small beside what a slow client's socket buffers hold anyway.
+const PIECE: usize = 64 * 1024;
+
+impl http_body::Body for ChunkedJson {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let mut piece = Vec::with_capacity(PIECE + 16);
+        if !self.chunks.fill(&mut piece, PIECE) {
+            return std::task::Poll::Ready(None);
+        }
+        // The measured size and the bytes written agree (a test checks it); saturating keeps
+        // a disagreement from wrapping into a huge hint.
+        self.left = self.left.saturating_sub(piece.len() as u64);
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(piece.into()))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.left == 0
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.left)
+    }
+}
+
+impl IntoResponse for ChunkedJson {
     fn into_response(self) -> axum::response::Response {
+        let length = self.left;
         (
-            [(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("application/json"),
-            )],
-            self.0,
+            [
+                (
+                    axum::http::header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("application/json"),
+                ),
+                (
+                    axum::http::header::CONTENT_LENGTH,
+                    axum::http::HeaderValue::from(length),
+                ),
+            ],
+            axum::body::Body::new(self),
         )
             .into_response()
     }
@@ -407,6 +439,46 @@ mod tests {
     use recall_core::render::Prompt;
     use serde_json::json;
 
+    fn collect(mut answer: ChunkedJson) -> Vec<u8> {
+        use http_body::Body;
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut body = Vec::new();
+        while let std::task::Poll::Ready(Some(frame)) =
+            std::pin::Pin::new(&mut answer).poll_frame(&mut cx)
+        {
+            body.extend_from_slice(&frame.unwrap().into_data().unwrap());
+        }
+        assert!(answer.is_end_stream());
+        body
+    }
+
+    /// A large prompt leaves in pieces of about [`PIECE`] bytes, and the announced size shrinks
+    /// with each.
+    #[test]
+    fn a_large_context_is_written_a_piece_at_a_time() {
+        let prompt = Prompt::Text("\u{1}abc\n".repeat(200_000));
+        let mut answer = context_json("text", prompt, &json!({}), None, &json!({})).unwrap();
+        let total = answer.left;
+        assert!(total > 2_000_000, "{total}");
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut pieces = 0u64;
+        let mut seen = 0u64;
+        use http_body::Body;
+        while let std::task::Poll::Ready(Some(frame)) =
+            std::pin::Pin::new(&mut answer).poll_frame(&mut cx)
+        {
+            let n = frame.unwrap().into_data().unwrap().len() as u64;
+            assert!(n > 0 && n <= PIECE as u64 + 8, "{n}");
+            seen += n;
+            pieces += 1;
+            assert_eq!(answer.size_hint().exact(), Some(total - seen));
+        }
+        assert_eq!(seen, total);
+        assert!(pieces >= total / PIECE as u64, "{pieces}");
+    }
+
     /// The hand-written body is byte for byte what serde writes for [`ContextResponse`].
     #[test]
     fn context_json_is_the_context_response() {
@@ -429,10 +501,10 @@ mod tests {
                     last_seq: 9,
                 }),
             ] {
-                let SizedJson(body) =
-                    context_json(format, &prompt, &stats, window, &policy).unwrap();
-                // Allocated once, at its size.
-                assert_eq!(body.len(), body.capacity(), "{format}");
+                let answer = context_json(format, prompt.clone(), &stats, window, &policy).unwrap();
+                let size = answer.left;
+                let body = collect(answer);
+                assert_eq!(body.len() as u64, size, "{format}: the announced size");
                 let expected = serde_json::to_vec(&ContextResponse {
                     format: format.into(),
                     prompt: match &prompt {
