@@ -18,6 +18,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The fuzz targets live in their own workspace (fuzz/, nightly flags when fuzzing): check that
+# they still compile against the crates, on stable, so that an API change cannot rot them.
+echo "== fuzz targets compile"
+cargo check --manifest-path fuzz/Cargo.toml --bins --locked
 # In CI the property tests draw from a fixed seed, so that a red run can be replayed exactly;
 # local runs draw a new one each time (and record failures in *.proptest-regressions).
 if [ "${CI:-}" = true ]; then

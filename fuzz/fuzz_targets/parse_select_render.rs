@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use recall_core::context::{build_context, ContextError, ContextOutput, ContextRequest};
 use recall_core::message::Role;
 use recall_core::parse::{parse_conversation, Conversation, ParseOptions};
-use recall_core::policy::{Format, PolicyOverrides, TrimMode};
+use recall_core::policy::{Count, Format, PolicyOverrides, TrimMode};
 use recall_core::render::escape::{is_line_break, LABELS};
 use recall_core::select::{LATEST_EXCEEDS, TRIM_NOTICE};
 use recall_core::tokens::Tokenizer;
@@ -49,10 +49,12 @@ fuzz_target!(|data: &[u8]| {
             (derived.clone(), false),
         ] {
             let req = ContextRequest {
-                format,
+                format: Some(format),
                 overrides: ov,
                 current: current.clone(),
                 escape,
+                query: None,
+                summary: None,
             };
             match build_context(&conv, &req) {
                 Ok(out) => check(&conv, &req, &out),
@@ -66,26 +68,29 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn overrides(ctl: &[u8]) -> PolicyOverrides {
-    let opt = |b: u8, scale: u64| (b & 0x80 == 0).then_some(u64::from(b & 0x7f) * scale);
+    let opt = |b: u8, scale: u32| (b & 0x80 == 0).then_some(u32::from(b & 0x7f) * scale);
     let caps = ctl[3] & 0x08 != 0;
+    let count = |n: u32| Some(Count::from(n));
     PolicyOverrides {
-        max_turns: opt(ctl[0], 1).map(|v| (v % 8) as usize),
-        max_chars: opt(ctl[1], 8),
-        max_tokens: opt(ctl[2], 4),
+        max_turns: opt(ctl[0], 1).map(|v| Count::from(v % 8)),
+        max_chars: opt(ctl[1], 8).map(Count::from),
+        max_tokens: opt(ctl[2], 4).map(Count::from),
         tokenizer: Some(match ctl[3] & 0x03 {
             1 => Tokenizer::O200k,
             2 => Tokenizer::Cl100k,
             _ => Tokenizer::Chars4,
         }),
-        user_max_chars: caps.then_some(usize::from(ctl[0] % 64)),
-        assistant_max_chars: caps.then_some(usize::from(ctl[1] % 128)),
-        tool_result_max_chars: caps.then_some(usize::from(ctl[2] % 32)),
+        user_max_chars: caps.then(|| count(u32::from(ctl[0] % 64))).flatten(),
+        assistant_max_chars: caps.then(|| count(u32::from(ctl[1] % 128))).flatten(),
+        tool_result_max_chars: caps.then(|| count(u32::from(ctl[2] % 32))).flatten(),
         trim: Some(if ctl[3] & 0x04 != 0 {
             TrimMode::Stable
         } else {
             TrimMode::Sliding
         }),
         low_water: Some(f64::from(1 + (ctl[3] >> 5)) / 8.0),
+        // Recall and summaries need a store's history: not reachable from a parsed text.
+        ..PolicyOverrides::default()
     }
 }
 
@@ -99,7 +104,7 @@ fn check(conv: &Conversation, req: &ContextRequest, out: &ContextOutput) {
             .iter()
             .filter(|m| m.message.role != Role::System)
             .count();
-    match (req.format, &req.current) {
+    match (out.format, &req.current) {
         (Format::Xml, None) => n -= 1,
         (Format::Xml, Some(_)) => {}
         (_, Some(_)) => n += 1,
@@ -124,13 +129,13 @@ fn check(conv: &Conversation, req: &ContextRequest, out: &ContextOutput) {
         Prompt::Text(t) => t,
         Prompt::Json(v) => {
             let msgs = v["messages"].as_array().expect("messages array");
-            if req.format == Format::Anthropic {
+            if out.format == Format::Anthropic {
                 assert_eq!(msgs.len(), s.included);
             }
             return;
         }
     };
-    if !req.escape || req.format == Format::Task {
+    if !req.escape || out.format == Format::Task {
         return;
     }
     let lines: Vec<&str> = text.split(is_line_break).collect();
@@ -150,7 +155,7 @@ fn check(conv: &Conversation, req: &ContextRequest, out: &ContextOutput) {
         .iter()
         .filter(|l| l.trim_start().starts_with("</conversation_history>"))
         .count();
-    match req.format {
+    match out.format {
         Format::Transcript => {
             assert!(
                 labelled <= s.included,
