@@ -422,9 +422,62 @@ fn tool<A: JsonSchema + 'static, R: JsonSchema + 'static>(
     description: &'static str,
     annotations: ToolAnnotations,
 ) -> Result<Tool, String> {
-    let mut t = Tool::new(name, description, schema_for_input::<A>()?);
-    t.output_schema = Some(schema_for_output::<R>());
+    let mut input = schema_for_input::<A>()?;
+    known_formats_only(Arc::make_mut(&mut input));
+    let mut output = schema_for_output::<R>();
+    known_formats_only(Arc::make_mut(&mut output));
+    let mut t = Tool::new(name, description, input);
+    t.output_schema = Some(output);
     Ok(t.with_annotations(annotations))
+}
+
+/// The `format` values JSON Schema (2020-12) defines. schemars also writes Rust's integer
+/// widths (`uint64`, `uint32`, `uint`, `int64`, …) and `float`/`double`; clients validate
+/// schemas with a standard validator and warn once per unknown format (Claude Code printed 28
+/// warnings at startup), while the widths add nothing a client can use: `minimum: 0` already
+/// says an integer is unsigned.
+const JSON_SCHEMA_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Removes every `format` JSON Schema does not define from `schema`, at any depth.
+fn known_formats_only(schema: &mut JsonObject) {
+    let unknown = matches!(
+        schema.get("format"),
+        Some(Value::String(f)) if !JSON_SCHEMA_FORMATS.contains(&f.as_str())
+    );
+    if unknown {
+        schema.remove("format");
+    }
+    for value in schema.values_mut() {
+        known_formats_in(value);
+    }
+}
+
+fn known_formats_in(value: &mut Value) {
+    match value {
+        Value::Object(o) => known_formats_only(o),
+        Value::Array(items) => items.iter_mut().for_each(known_formats_in),
+        _ => {}
+    }
 }
 
 fn read_only() -> ToolAnnotations {
