@@ -14,6 +14,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if prints_only(&cli.command) {
+        die_of_a_closed_stdout();
+    }
     db::set_durability(cli.durability.map(Into::into));
     use commands::store_cmds;
     let result = match cli.command {
@@ -37,6 +40,27 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => exit::report(&e),
     }
+}
+
+/// The commands whose whole job is printing to stdout: when the reader goes away
+/// (`recall render … | head`) they end quietly, as `cat` does, instead of printing
+/// `error: Broken pipe`. Not the others: `chat` writes to a `claude` child's stdin and the
+/// servers write to sockets, where a closed pipe is an error worth reporting.
+fn prints_only(command: &cli::Command) -> bool {
+    use cli::Command as C;
+    matches!(
+        command,
+        C::Render(_) | C::Conversations(_) | C::Context(_) | C::Export(_) | C::Alternatives(_)
+    )
+}
+
+/// Restores the default action of SIGPIPE (end the process, silently), which Rust's runtime
+/// sets to "ignore" so that writes fail with `EPIPE` instead.
+fn die_of_a_closed_stdout() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: called first thing in `main`, before any thread or runtime exists, and
+    // `SigDfl` installs no handler code: nothing can observe a half-changed disposition.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
 /// Runs an async command on a multi-threaded runtime (the store uses both cores for imports).

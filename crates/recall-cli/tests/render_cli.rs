@@ -344,3 +344,44 @@ fn which_script() -> Result<std::path::PathBuf, ()> {
         .find(|p| p.is_file())
         .ok_or(())
 }
+
+/// `recall render … | head`: the reader leaves early; recall ends quietly (SIGPIPE, as `cat`
+/// does) instead of printing `error: Broken pipe`.
+#[test]
+fn a_reader_that_leaves_early_gets_no_error() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("long.json");
+    let turns: Vec<String> = (0..2000)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            format!(
+                r#"{{"role":"{role}","content":"message {i} {}"}}"#,
+                "x".repeat(200)
+            )
+        })
+        .collect();
+    std::fs::write(&input, format!("[{}]", turns.join(","))).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_recall"))
+        .args(["render", "--input"])
+        .arg(&input)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `head -c 10`: read a little of the 400 KB, then close the pipe.
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(&first, b"Human: mes");
+    assert_eq!(stderr, "", "nothing on stderr");
+    assert_eq!(status.signal(), Some(13), "ended by SIGPIPE: {status:?}");
+}
