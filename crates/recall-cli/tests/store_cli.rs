@@ -387,6 +387,37 @@ fn append_context_clear_delete_flow() {
     recall(&db).args(["context", id]).assert().code(2);
 }
 
+/// Deleting a conversation with forks names the flag that deletes them too, and deletes
+/// nothing until it is given.
+#[test]
+fn delete_with_forks_names_cascade() {
+    let db = db();
+    let id = stdout_of(recall(&db).args(["conversations", "new"]));
+    let id = id.trim();
+    stdout_of(recall(&db).args(["append", id, "--role", "user", "--content", "hi"]));
+    let fork = stdout_of(recall(&db).args(["fork", id, "--at", "1"]));
+    let fork = fork
+        .split_whitespace()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    recall(&db)
+        .args(["conversations", "delete", id])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "cannot delete conversation '{id}': 1 fork(s) read its history; delete them first, \
+             or add --cascade to delete them too"
+        )));
+    recall(&db).args(["context", id]).assert().success();
+    recall(&db)
+        .args(["conversations", "delete", id, "--cascade"])
+        .assert()
+        .success()
+        .stdout(format!("Conversation {id} and 1 fork(s) deleted\n"));
+    recall(&db).args(["context", &fork]).assert().code(2);
+}
+
 /// Issue 16, defect 2: a client id already stored for a different message is a conflict on
 /// `recall append --id` (exit 2 naming the id and its seq), and nothing is stored.
 #[test]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use recall_core::context::ContextRequest;
 use recall_core::policy::ConversationPolicy;
-use recall_engine::store::{Conversation, NewConversation};
+use recall_engine::store::{Conversation, NewConversation, StoreError};
 use recall_engine::{Engine, EngineError, ImportTarget, Limits};
 use serde_json::{json, Value};
 
@@ -198,7 +198,18 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
             let n = engine
                 .delete_conversation(&a.store.tenant, &a.id, a.cascade)
                 .await
-                .map_err(engine_err)?;
+                .map_err(|e| match e {
+                    // The store's message says "cascade"; here it is a flag to name.
+                    EngineError::Store(StoreError::HasForks {
+                        conversation,
+                        forks,
+                        ..
+                    }) => bad_input(format!(
+                        "cannot delete conversation '{conversation}': {forks} fork(s) read its \
+                         history; delete them first, or add --cascade to delete them too"
+                    )),
+                    e => engine_err(e),
+                })?;
             match n {
                 1 => println!("Conversation {} deleted", a.id),
                 n => println!("Conversation {} and {} fork(s) deleted", a.id, n - 1),
