@@ -585,8 +585,9 @@ pub enum BackendChoice {
 #[derive(Debug, Args)]
 pub struct BackendArgs {
     /// Backend [default: anthropic when ANTHROPIC_API_KEY is set, else claude-cli when
-    /// `claude` is on PATH, else openai when OPENAI_BASE_URL is set, else local when the
-    /// local model server runs]. The chosen one is named on stderr.
+    /// `claude` is on PATH, else openai when OPENAI_BASE_URL or OPENAI_API_KEY is set (a key
+    /// alone: OpenAI's API), else local when the local model server runs]. The chosen one is
+    /// named on stderr; an explicit --backend or RECALL_BACKEND always wins.
     #[arg(long, value_enum, env = "RECALL_BACKEND")]
     pub backend: Option<BackendChoice>,
     /// Model [default: the backend's].
@@ -675,7 +676,7 @@ In the chat:
 With stdin not a terminal, one message is read from it, sent, and the reply printed.
 
 Backends are configured by environment: ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL
-(anthropic), OPENAI_BASE_URL and OPENAI_API_KEY (openai), and the `claude` login or
+(anthropic), OPENAI_BASE_URL and OPENAI_API_KEY (openai; a key alone is OpenAI's API), and the `claude` login or
 ANTHROPIC_API_KEY for claude-cli. The local model (local) is the server
 `bash scripts/models.sh start` runs in the recall checkout (`fetch` installs it once): it
 writes its address to ${XDG_CACHE_HOME:-~/.cache}/recall/run/llama-server.env, where recall

@@ -96,7 +96,8 @@ pub struct NotConfigured(pub String);
 macro_rules! how_to_configure {
     () => {
         "set ANTHROPIC_API_KEY, install the Claude Code CLI (npm install -g \
-         @anthropic-ai/claude-code), set OPENAI_BASE_URL, or start the local model (bash \
+         @anthropic-ai/claude-code), set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (another \
+         OpenAI-compatible server), or start the local model (bash \
          scripts/models.sh fetch, once, then bash scripts/models.sh start, in the recall checkout)"
     };
 }
@@ -129,7 +130,7 @@ pub fn on_path(name: &Path) -> bool {
 
 /// Every backend the environment configures, in order of preference: the Anthropic API
 /// (`ANTHROPIC_API_KEY`), the Claude Code CLI (found at `claude_path`), an OpenAI-compatible
-/// server (`OPENAI_BASE_URL`), the local model server `scripts/models.sh start` runs (when it
+/// server (`OPENAI_BASE_URL`, or OpenAI's own API when only `OPENAI_API_KEY` is set), the local model server `scripts/models.sh start` runs (when it
 /// answers). What the user set outranks the local model, which runs whatever was started last.
 pub fn discover(env: &dyn Fn(&str) -> Option<String>, opts: &DiscoverOptions) -> Vec<Discovered> {
     let mut found = Vec::new();
@@ -151,6 +152,14 @@ pub fn discover(env: &dyn Fn(&str) -> Option<String>, opts: &DiscoverOptions) ->
             env,
             opts,
             "OPENAI_BASE_URL is set",
+        ));
+    } else if env("OPENAI_API_KEY").is_some() {
+        // A key alone is OpenAI's own API, as OpenAI's SDKs read it.
+        found.push(build(
+            BackendKind::OpenAi,
+            env,
+            opts,
+            "OPENAI_API_KEY is set (https://api.openai.com/v1)",
         ));
     }
     if let LocalServer::Up(server) = local_server(env) {
@@ -397,6 +406,29 @@ mod tests {
         assert_eq!(kinds, [BackendKind::Anthropic, BackendKind::OpenAi]);
         assert_eq!(found[0].why, "ANTHROPIC_API_KEY is set");
         assert!(discover(&env_of(&[]), &no_claude()).is_empty());
+    }
+
+    /// `OPENAI_API_KEY` alone is OpenAI's public API; with `OPENAI_BASE_URL` the URL wins.
+    #[test]
+    fn an_openai_key_alone_is_openais_own_api() {
+        let found = discover(&env_of(&[("OPENAI_API_KEY", "sk-x")]), &no_claude());
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found[0].why,
+            "OPENAI_API_KEY is set (https://api.openai.com/v1)"
+        );
+        let BackendConfig::OpenAi(c) = &found[0].config else {
+            panic!("{:?}", found[0].kind)
+        };
+        assert_eq!(c.base_url, "https://api.openai.com");
+        assert!(c.api_key.is_some());
+        let env = env_of(&[
+            ("OPENAI_API_KEY", "sk-x"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1"),
+        ]);
+        let found = discover(&env, &no_claude());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].why, "OPENAI_BASE_URL is set");
     }
 
     #[test]

@@ -127,16 +127,18 @@ async fn handle(
         state.inner.metrics.gateway(provider.name(), f);
         provider_error(provider, &e)
     };
+    // A configuration problem, not a passing one: a 404 (`not_found_error`), which the
+    // providers' SDKs do not retry, where a 503 made them retry twice before raising.
     let Some(upstream) = state.inner.config.gateway.upstream(provider).cloned() else {
         return fail(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
+            StatusCode::NOT_FOUND,
+            "no_upstream",
             format!(
                 "this server has no {} upstream: start `recall serve` with {} in its environment",
                 provider.name(),
                 match provider {
                     Provider::Anthropic => "ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another server)",
-                    Provider::OpenAi => "OPENAI_BASE_URL (and OPENAI_API_KEY if it needs one), or the local model running",
+                    Provider::OpenAi => "OPENAI_API_KEY (OpenAI's API), OPENAI_BASE_URL (another server, with OPENAI_API_KEY if it needs one), or the local model running",
                 }
             ),
         ));

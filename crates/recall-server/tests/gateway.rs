@@ -1001,3 +1001,47 @@ on_both!(
     tool_calls_count_toward_the_message_size,
     replies_past_the_size_cap_are_cut_stored_partial_and_said
 );
+
+/// A provider with no upstream is a configuration problem: a 4xx the providers' SDKs do not
+/// retry (they retry 408, 409, 429 and every 5xx), saying what to set, and nothing stored.
+#[tokio::test]
+async fn a_provider_without_an_upstream_is_a_4xx_no_sdk_retries() {
+    let s = server_with(Backend::Sqlite, |_| {}).await.unwrap();
+    let a = anthropic(
+        &s,
+        None,
+        json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}),
+    )
+    .await;
+    assert_eq!(a.status, 404, "{}", a.body);
+    assert_eq!(a.json()["type"], "error");
+    assert_eq!(a.json()["error"]["type"], "not_found_error");
+    let message = a.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("ANTHROPIC_API_KEY"), "{message}");
+    let o = openai_call(
+        &s,
+        None,
+        json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}),
+    )
+    .await;
+    assert_eq!(o.status, 404, "{}", o.body);
+    assert_eq!(o.json()["error"]["type"], "not_found_error");
+    assert_eq!(o.json()["error"]["code"], "no_upstream");
+    let message = o.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("OPENAI_API_KEY"), "{message}");
+    for status in [a.status, o.status] {
+        assert!((400..500).contains(&status) && ![408, 409, 429].contains(&status));
+    }
+    assert!(a.conversation.is_none() && o.conversation.is_none());
+    let list = s
+        .client
+        .get(format!("{}/v1/conversations", s.base))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(list["data"], json!([]), "{list}");
+}
