@@ -105,6 +105,55 @@ impl DbError {
     }
 }
 
+impl DbError {
+    fn with_message(message: String, e: impl Error + Send + Sync + 'static) -> DbError {
+        DbError {
+            message,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// A failed connection to PostgreSQL as `user` to `database`. When the server says the
+/// database or the role is missing, or refuses the password, the message says what to run
+/// (docs/DEPLOY.md, step 1); any other failure reads as [`StoreError::from`]'s.
+pub(crate) fn pg_connect_error(e: sqlx::Error, user: &str, database: &str) -> StoreError {
+    let sqlx::Error::Database(db) = &e else {
+        return e.into();
+    };
+    let said = db.message().to_string();
+    let hint = match db.code().as_deref() {
+        // invalid_catalog_name
+        Some("3D000") => format!(
+            "create it with `sudo -u postgres createdb --owner {user} {database}` on the \
+             database server"
+        ),
+        // invalid_authorization_specification: no such role (trust or peer authentication),
+        // or no pg_hba.conf line lets this connection in.
+        Some("28000") if said.contains("does not exist") => format!(
+            "create it with `sudo -u postgres createuser --pwprompt {user}` on the database \
+             server"
+        ),
+        Some("28000") => format!(
+            "allow it with a line for user {user} and database {database} in the server's \
+             pg_hba.conf"
+        ),
+        // invalid_password: with password authentication PostgreSQL answers this for a
+        // missing role as well.
+        Some("28P01") => format!(
+            "the password is wrong or missing, or the role does not exist. recall reads the \
+             password from the URL, PGPASSWORD or a pgpass file (PGPASSFILE, ~/.pgpass); set \
+             it with `sudo -u postgres psql -c '\\password {user}'`, or create the role with \
+             `sudo -u postgres createuser --pwprompt {user}`"
+        ),
+        _ => return e.into(),
+    };
+    StoreError::Database(DbError::with_message(
+        format!("{said}: {hint} (docs/DEPLOY.md)"),
+        e,
+    ))
+}
+
 impl fmt::Display for DbError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

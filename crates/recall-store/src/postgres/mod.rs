@@ -54,13 +54,16 @@ impl PgStore {
     /// sqlx takes an advisory lock).
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
         let opts = PgConnectOptions::from_str(url)?;
+        let user = opts.get_username().to_string();
+        let database = opts.get_database().unwrap_or(&user).to_string();
         // A connection (with its prepared statements) survives idle spells.
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(opts)
-            .await?;
+            .await
+            .map_err(|e| crate::error::pg_connect_error(e, &user, &database))?;
         MIGRATIONS.run(&pool).await?;
         Ok(PgStore { pool })
     }
