@@ -62,25 +62,11 @@ else
 fi
 # --- recall-server (end) ---
 # --- recall-store: PostgreSQL for the conformance suite (begin) ---
-# The PostgreSQL tests connect to RECALL_TEST_PG_URL (default: the local server, user
-# postgres, trust auth). Start the cluster if it is installed but down; install it if absent.
-pg_ready() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
-if ! pg_ready; then
-  if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
-    log "installing PostgreSQL"
-    apt-get update -qq && apt-get install -y -qq postgresql
-  fi
-  log "starting PostgreSQL"
-  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start || true
-  for _ in $(seq 1 30); do pg_ready && break; sleep 1; done
-fi
-if pg_ready; then
-  log "PostgreSQL is up on 127.0.0.1:5432"
-elif [ "${CI:-}" = "true" ]; then
-  log "PostgreSQL is not reachable on 127.0.0.1:5432 and CI needs it"; exit 1
-else
-  log "warning: PostgreSQL is not reachable; its tests will be skipped outside CI"
-fi
+# scripts/setup-postgres.sh starts (or installs) the local server and makes sure the tests can
+# log in over TCP, with Debian's default authentication too: there it creates a role with a
+# generated password and writes its URL to .tools/pg-test-url, which scripts/test.sh exports
+# as RECALL_TEST_PG_URL.
+bash scripts/setup-postgres.sh
 # --- recall-store (end) ---
 # --- recall-cli: tmux drives the `recall chat` REPL test in a real terminal (begin) ---
 if ! command -v tmux >/dev/null 2>&1; then

@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 
+# --- recall-store: the PostgreSQL role setup.sh made where password-less logins are refused (begin) ---
+if [ -z "${RECALL_TEST_PG_URL:-}" ] && [ -s .tools/pg-test-url ]; then
+  RECALL_TEST_PG_URL="$(head -n 1 .tools/pg-test-url)"
+  export RECALL_TEST_PG_URL
+fi
+# --- recall-store (end) ---
+
 # --- recall-llm: the real `claude` installed by setup.sh (begin) ---
 if [ -z "${RECALL_CLAUDE_PATH:-}" ] && [ -x .tools/node_modules/.bin/claude ]; then
   export RECALL_CLAUDE_PATH="$PWD/.tools/node_modules/.bin/claude"
