@@ -36,3 +36,10 @@ if [ "${CI:-}" = true ]; then
 fi
 echo "== cargo test"
 cargo test --workspace --locked --no-fail-fast
+# --- deployment check (begin) ---
+# docs/DEPLOY.md done for real: PostgreSQL with Debian's default authentication, recall.toml
+# and keys, the systemd unit's command, nginx with TLS in front (scripts/deploy-check.sh).
+# It deploys the binary the tests above built (no second build of recall-cli).
+echo "== deployment check"
+RECALL_BIN="$PWD/target/debug/recall" bash scripts/deploy-check.sh
+# --- deployment check (end) ---
