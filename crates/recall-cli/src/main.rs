@@ -38,8 +38,58 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => exit::report(&e),
+        Err(e) => exit::report(&where_else(e)),
     }
+}
+
+/// A conversation the command's tenant does not hold may be another tenant's (the CLI
+/// opens the whole database; `recall serve` and MCP never say so): name it, and `--tenant`.
+fn where_else(e: anyhow::Error) -> anyhow::Error {
+    let Some(missing) = e.downcast_ref::<exit::MissingConversation>() else {
+        return e;
+    };
+    let Some((db, tenant)) = store_scope() else {
+        return e;
+    };
+    let id = missing.id.clone();
+    let found = block_on(async {
+        let engine = db::open(db.as_deref(), recall_engine::Limits::default()).await?;
+        Ok(engine.conversation_tenants(&id).await?)
+    });
+    let others: Vec<String> = match found {
+        Ok(t) => t.into_iter().filter(|t| *t != tenant).collect(),
+        Err(_) => return e,
+    };
+    let Some(first) = others.first() else {
+        return e;
+    };
+    let list = others
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let message = format!(
+        "conversation '{id}' not found in tenant '{tenant}', but tenant {list} {} one with \
+         this id: add --tenant {first} (or set RECALL_TENANT={first})",
+        if others.len() == 1 { "holds" } else { "hold" },
+    );
+    anyhow::Error::new(exit::MissingConversation { id, message })
+}
+
+/// The database and tenant the command line names (`--db`/`RECALL_DB`, `--tenant`/
+/// `RECALL_TENANT` with its default), read again from the arguments of a command that has them.
+fn store_scope() -> Option<(Option<String>, String)> {
+    use clap::CommandFactory;
+    let matches = cli::Cli::command()
+        .try_get_matches_from(std::env::args_os())
+        .ok()?;
+    let mut m = &matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    let tenant = m.try_get_one::<String>("tenant").ok().flatten()?.clone();
+    let db = m.try_get_one::<String>("db").ok().flatten().cloned();
+    Some((db, tenant))
 }
 
 /// The commands whose whole job is printing to stdout: when the reader goes away
@@ -64,9 +114,7 @@ fn die_of_a_closed_stdout() {
 }
 
 /// Runs an async command on a multi-threaded runtime (the store uses both cores for imports).
-fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
-    f: F,
-) -> anyhow::Result<ExitCode> {
+fn block_on<T, F: std::future::Future<Output = anyhow::Result<T>>>(f: F) -> anyhow::Result<T> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?

@@ -418,6 +418,41 @@ fn delete_with_forks_names_cascade() {
     recall(&db).args(["context", &fork]).assert().code(2);
 }
 
+/// Issue 36 item 5: a conversation another tenant holds is "not found" for this tenant, and
+/// the CLI (which opens the whole database) says which tenant holds it and names `--tenant`.
+#[test]
+fn a_conversation_of_another_tenant_names_that_tenant() {
+    let db = db();
+    let id = stdout_of(recall(&db).args(["conversations", "new", "--tenant", "acme"]));
+    let id = id.trim();
+    recall(&db)
+        .args(["context", id])
+        .assert()
+        .code(2)
+        .stderr(format!(
+            "error: conversation '{id}' not found in tenant 'default', but tenant 'acme' holds \
+             one with this id: add --tenant acme (or set RECALL_TENANT=acme)\n"
+        ));
+    recall(&db)
+        .args(["append", id, "--role", "user", "--content", "hi"])
+        .env("RECALL_TENANT", "globex")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "not found in tenant 'globex', but tenant 'acme' holds",
+        ));
+    recall(&db)
+        .args(["context", id, "--tenant", "acme"])
+        .assert()
+        .success();
+    // Nowhere at all: the plain answer.
+    recall(&db)
+        .args(["context", "no-such-conversation"])
+        .assert()
+        .code(2)
+        .stderr("error: conversation 'no-such-conversation' not found\n");
+}
+
 /// Issue 16, defect 2: a client id already stored for a different message is a conflict on
 /// `recall append --id` (exit 2 naming the id and its seq), and nothing is stored.
 #[test]

@@ -93,6 +93,11 @@ pub trait Store: Send + Sync {
     /// One conversation.
     async fn get_conversation(&self, tenant: &str, id: &str) -> Result<Conversation, StoreError>;
 
+    /// The tenants that hold a conversation with this id, in name order (at most 20). An
+    /// operator's question, for a "not found" that names where the conversation is: whoever
+    /// opens the whole database may ask it; nothing answers a tenant's request with it.
+    async fn conversation_tenants(&self, id: &str) -> Result<Vec<String>, StoreError>;
+
     /// Conversations in id order (ids are time-ordered UUIDv7), after the cursor `after`.
     async fn list_conversations(
         &self,

@@ -266,6 +266,10 @@ pub(crate) const LIST_API_KEYS: &str = "SELECT id, tenant, label, created_at, re
 pub(crate) const REVOKE_API_KEY: &str =
     "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL";
 
+/// The tenants holding a conversation with id `$1` (an operator's lookup), in name order.
+pub(crate) const CONVERSATION_TENANTS: &str =
+    "SELECT tenant FROM conversations WHERE id = $1 ORDER BY tenant LIMIT 20";
+
 #[cfg(test)]
 mod tests {
     use super::*;

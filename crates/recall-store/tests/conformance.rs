@@ -151,9 +151,15 @@ async fn tenant_scoping(s: &dyn Store) {
     let msgs = all_messages(s, T, &id).await;
     assert_eq!(msgs.len(), 2);
     assert_eq!(msgs[0].message, user("mine"));
+    // The operator's lookup (the CLI's "held by tenant …") names the owner only.
+    assert_eq!(
+        s.conversation_tenants(&id).await.unwrap(),
+        vec![T.to_string()]
+    );
 
     // Unknown ids are not found either, whoever asks.
     let nope = "0190d3c2-0000-7000-8000-000000000000";
+    assert!(s.conversation_tenants(nope).await.unwrap().is_empty());
     assert_not_found(s.get_conversation(T, nope).await, "get unknown");
     assert_not_found(s.messages(T, nope, 0, 10).await, "messages unknown");
     assert_not_found(s.append(T, nope, complete(vec![user("x")])).await, "append");

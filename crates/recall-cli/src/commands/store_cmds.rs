@@ -22,7 +22,12 @@ use crate::time::rfc3339;
 /// Maps an engine error to the CLI's exit statuses: the caller's fault (bad input, unknown
 /// id) is status 2.
 pub fn engine_err(e: EngineError) -> anyhow::Error {
-    if let EngineError::Context(c) = &e {
+    if let EngineError::Store(recall_engine::store::StoreError::ConversationNotFound(id)) = &e {
+        anyhow::Error::new(crate::exit::MissingConversation {
+            id: id.clone(),
+            message: e.to_string(),
+        })
+    } else if let EngineError::Context(c) = &e {
         bad_input(crate::commands::render::context_error(c))
     } else if e.is_bad_input() || e.is_not_found() {
         bad_input(e.to_string())

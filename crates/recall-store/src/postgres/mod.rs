@@ -32,9 +32,9 @@ use crate::model::{
     NewVector, RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
 };
 use crate::statements::{
-    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, DELETE_MESSAGES,
-    DELETE_STABLE_WINDOWS, GET_TASK, INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK,
-    LIST_API_KEYS, REVOKE_API_KEY,
+    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS,
+    DELETE_MESSAGES, DELETE_STABLE_WINDOWS, GET_TASK, INSERT_API_KEY, INSERT_CONVERSATION,
+    INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
 };
 use crate::summaries::{NewSummary, StoredSummary};
 use crate::window::Window;
@@ -167,6 +167,14 @@ impl Store for PgStore {
             .await?
             .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
         conversation_at(&row)
+    }
+
+    async fn conversation_tenants(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        check_text("conversation id", id)?;
+        Ok(sqlx::query_scalar(CONVERSATION_TENANTS)
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     async fn list_conversations(

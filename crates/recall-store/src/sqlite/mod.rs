@@ -47,8 +47,8 @@ use crate::model::{
 };
 use crate::options::{Durability, SqliteOptions};
 use crate::statements::{
-    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, GET_TASK, INSERT_API_KEY,
-    INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
+    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS, GET_TASK,
+    INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
 };
 use crate::summaries::{NewSummary, StoredSummary};
 use crate::window::Window;
@@ -235,6 +235,17 @@ impl Store for SqliteStore {
                 })
                 .optional()?
                 .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
+        })
+    }
+
+    async fn conversation_tenants(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        check_text("conversation id", id)?;
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(CONVERSATION_TENANTS)?;
+            let tenants = stmt
+                .query_map(named(&[&id]).as_slice(), |r| r.get(0))?
+                .collect::<Result<Vec<String>, _>>()?;
+            Ok(tenants)
         })
     }
 
