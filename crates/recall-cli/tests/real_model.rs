@@ -42,17 +42,16 @@ fn models_with(cmd: &str, env: &[(&str, &str)]) -> std::process::Output {
         .expect("run scripts/models.sh")
 }
 
-/// The running local model; stopped on drop if this test started it.
+/// The running local model, with a lease for this test process (`scripts/models.sh start`);
+/// the lease is given back on drop, which stops the server unless another process (a demo,
+/// another test run) still uses it.
 struct LocalModel {
     base_url: String,
-    started_here: bool,
 }
 
 impl Drop for LocalModel {
     fn drop(&mut self) {
-        if self.started_here {
-            let _ = models("stop");
-        }
+        let _ = models("stop");
     }
 }
 
@@ -71,7 +70,7 @@ fn local_model_with(env: &[(&str, &str)]) -> Option<LocalModel> {
             "the local model is not installed and CI runs this test with it \
              (bash scripts/models.sh fetch): {text}"
         );
-        eprintln!("skipped: the local model is not installed (bash scripts/models.sh fetch)");
+        recall_testkit::skipped("the local model is not installed (bash scripts/models.sh fetch)");
         return None;
     }
     let already_running = status.status.success();
@@ -97,10 +96,7 @@ fn local_model_with(env: &[(&str, &str)]) -> Option<LocalModel> {
         },
         t.elapsed().as_secs_f64()
     );
-    Some(LocalModel {
-        base_url,
-        started_here: !already_running,
-    })
+    Some(LocalModel { base_url })
 }
 
 struct Env {
@@ -247,6 +243,63 @@ fn recall_chat_finds_the_running_local_model_by_itself() {
     }
 }
 
+/// Issue 36 item 1: the model server is shared by leases. A user's `stop` gives back its own
+/// lease and leaves the server to the others; a holder that ended counts for nothing; the
+/// last `stop` stops it.
+#[test]
+fn a_lease_keeps_the_server_for_its_other_users() {
+    let _one = MODEL.blocking_lock();
+    let Some(model) = local_model() else {
+        return;
+    };
+    // Another user of the server: a child process with a lease of its own.
+    let mut other = StdCommand::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("spawn sleep");
+    let holder = other.id().to_string();
+    let out = models_with("start", &[("RECALL_MODELS_HOLDER", holder.as_str())]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&model.base_url),
+        "a second start joins the running server: {out:?}"
+    );
+
+    // This process stops: the server keeps running for the other, and still answers.
+    let out = models("stop");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("keeps running: still used by pid(s) {holder}")),
+        "{stderr}"
+    );
+    let status = models("status");
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{text}");
+    assert!(text.contains(&format!("used by: {holder}")), "{text}");
+    let reply = post_json(
+        &model.base_url,
+        "/v1/chat/completions",
+        &serde_json::json!({
+            "messages": [{"role": "user", "content": "Say hello."}],
+            "max_tokens": 8,
+        }),
+    );
+    assert!(
+        reply["choices"][0]["message"]["content"].is_string(),
+        "{reply}"
+    );
+
+    // The other user ends without a word: its lease counts for nothing, and the next stop
+    // stops the server.
+    other.kill().expect("kill");
+    other.wait().expect("wait");
+    let out = models("stop");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stopped llama-server"), "{stderr}");
+    assert_eq!(models("status").status.code(), Some(3), "not running");
+}
+
 #[test]
 fn a_second_fetch_downloads_and_builds_nothing() {
     let _one = MODEL.blocking_lock();
@@ -254,7 +307,7 @@ fn a_second_fetch_downloads_and_builds_nothing() {
     if !String::from_utf8_lossy(&status.stdout).contains("installed: yes") {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         assert!(!ci, "the local model is not installed and CI needs it");
-        eprintln!("skipped: the local model is not installed (bash scripts/models.sh fetch)");
+        recall_testkit::skipped("the local model is not installed (bash scripts/models.sh fetch)");
         return;
     }
     let t = Instant::now();
@@ -458,7 +511,7 @@ fn recall_embed_prints_model_dimension_and_a_unit_vector() {
     else {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         assert!(!ci, "all-MiniLM-L6-v2 is not installed and CI needs it");
-        eprintln!("skipped: all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)");
+        recall_testkit::skipped("all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)");
         return;
     };
     let out = recall(&env)

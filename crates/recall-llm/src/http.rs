@@ -186,6 +186,40 @@ pub(crate) fn transport_error(
     BackendError::new(kind)
 }
 
+/// `host:port` of a server on this machine (a loopback address or `localhost`), the only
+/// ones whose going away is worth checking for: a local model server someone stopped.
+pub(crate) fn loopback_address(url: &reqwest::Url) -> Option<String> {
+    let port = url.port_or_known_default()?;
+    let host = url.host_str()?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = bare == "localhost"
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback.then(|| format!("{host}:{port}"))
+}
+
+/// Whether something still listens at `addr` (a connect within half a second).
+pub(crate) async fn accepts_connections(addr: &str) -> bool {
+    matches!(
+        tokio::time::timeout(
+            Duration::from_millis(500),
+            tokio::net::TcpStream::connect(addr)
+        )
+        .await,
+        Ok(Ok(_))
+    )
+}
+
+/// A dropped stream whose local server no longer listens: it was stopped (or crashed), which
+/// is what the user needs to hear rather than the transport's "unexpected EOF".
+pub(crate) fn stopped_message(addr: &str, transport: &str) -> String {
+    format!(
+        "the model server at {addr} stopped while answering (it no longer accepts \
+         connections; was it stopped, or did it crash?): {transport}"
+    )
+}
+
 /// Displays a reqwest error without its URL (which could hold credentials in userinfo).
 struct WithoutUrl<'a>(&'a reqwest::Error);
 
@@ -247,6 +281,7 @@ pub(crate) fn spawn_sse<D: SseDecoder>(
     secret: Option<String>,
 ) -> EventStream {
     let (mut em, stream) = channel();
+    let local = loopback_address(resp.url());
     tokio::spawn(async move {
         let mut body = resp.bytes_stream();
         let mut parser = SseParser::default();
@@ -285,6 +320,14 @@ pub(crate) fn spawn_sse<D: SseDecoder>(
                     let mut err = transport_error(&e, secret.as_deref(), true);
                     if let BackendErrorKind::Connect { message } = err.kind {
                         err.kind = BackendErrorKind::Stream { message };
+                    }
+                    if let (Some(addr), BackendErrorKind::Stream { message }) = (&local, &err.kind)
+                    {
+                        if !accepts_connections(addr).await {
+                            err.kind = BackendErrorKind::Stream {
+                                message: stopped_message(addr, message),
+                            };
+                        }
                     }
                     em.fail(err).await;
                     return;
@@ -447,6 +490,14 @@ pub(crate) trait HttpProvider: Send + Sync {
     ) -> Result<serde_json::Value, BackendError>;
     /// A decoder that redacts `secret` from what it reports.
     fn decoder(&self, secret: Option<String>) -> Self::Decoder;
+    /// Where the provider lists its models with their context sizes, if it does.
+    fn models_url(&self) -> Option<reqwest::Url> {
+        None
+    }
+    /// The context size of `model` in the provider's model list.
+    fn served_context(_models: &serde_json::Value, _model: &str) -> Option<u64> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -475,6 +526,29 @@ impl<P: HttpProvider> crate::Backend for P {
             self.decoder(secret)
         })
         .await
+    }
+
+    async fn context_window(&self, model: Option<&str>) -> Option<u64> {
+        let url = self.models_url()?;
+        let mut headers = self.headers().ok()?;
+        headers.insert(
+            reqwest::header::ACCEPT,
+            reqwest::header::HeaderValue::from_static("application/json"),
+        );
+        let resp = self
+            .endpoint()
+            .client
+            .get(url)
+            .headers(headers)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .ok()?;
+        if !resp.status().is_success() {
+            return None;
+        }
+        let models: serde_json::Value = resp.json().await.ok()?;
+        P::served_context(&models, model.unwrap_or(self.default_model()))
     }
 }
 

@@ -174,6 +174,74 @@ async fn dropped_connection_keeps_the_partial_text() {
     assert_eq!(reply.text(), "Half a sentence");
 }
 
+/// Issue 36 item 1: a local model server that goes away mid-reply (someone stopped it) is
+/// named as such, not only as the transport's "unexpected EOF"; a dropped connection from a
+/// server that still listens stays a plain dropped stream.
+#[tokio::test]
+async fn a_local_server_that_stops_mid_reply_is_named() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serve = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut got = Vec::new();
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = sock.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the request ended early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        let event = format!(
+            "data: {}\n\n",
+            json!({"choices":[{"index":0,"delta":{"content":"Half a "}}]})
+        );
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                    transfer-encoding: chunked\r\n\r\n";
+        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+        sock.write_all(head.as_bytes()).await.unwrap();
+        sock.write_all(chunk.as_bytes()).await.unwrap();
+        sock.flush().await.unwrap();
+        // The server stops: its socket and its listener close together.
+        drop(sock);
+        drop(listener);
+    });
+    let b = OpenAiBackend::new(HttpConfig {
+        base_url: format!("http://{addr}/v1"),
+        model: "local-model".into(),
+        retry: RetryPolicy::none(),
+        ..HttpConfig::openai()
+    })
+    .unwrap();
+    let events = drain(b.stream(request(), CancellationToken::new()).await.unwrap()).await;
+    serve.await.unwrap();
+    match events.last() {
+        Some(BackendEvent::Error(e)) => {
+            assert!(matches!(e.kind, BackendErrorKind::Stream { .. }), "{e:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!(
+                    "the model server at {addr} stopped while answering"
+                )),
+                "{text}"
+            );
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert_eq!(text_of(&events), "Half a ");
+
+    // A server that still listens: no such claim.
+    let server = FakeServer::scripted(vec![Reply::sse(vec![
+        chunk(json!({"content":"Half"}), Value::Null),
+        Part::Pause(Duration::from_millis(20)),
+        Part::Drop,
+    ])])
+    .await;
+    match run(&server, None).await.last() {
+        Some(BackendEvent::Error(e)) => assert!(!e.to_string().contains("stopped"), "{e}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn unauthorized_is_clear_and_keyless() {
     let key = "sk-proj-very-secret-key";
