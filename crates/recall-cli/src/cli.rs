@@ -620,7 +620,9 @@ pub struct ChatArgs {
     /// chat's backend [default: the chat's model].
     #[arg(long, value_name = "M")]
     pub summary_model: Option<String>,
-    /// Most tokens per reply (API backends; the Claude Code CLI has no such flag).
+    /// Most tokens per reply (API backends; the Claude Code CLI has no such flag)
+    /// [default: 256 with the local model, so a small model on a CPU answers in seconds;
+    /// 4096 otherwise].
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,
     /// System prompt of a new conversation.
@@ -765,9 +767,10 @@ pub struct CompactArgs {
     #[arg(long, short, value_name = "F", value_parser = parse_format)]
     pub format: Option<Format>,
     /// Most tokens of new messages one summariser call is given (a longer backlog takes
-    /// several calls, each committing a version).
-    #[arg(long, value_name = "N", default_value_t = 6000)]
-    pub max_input_tokens: u64,
+    /// several calls, each committing a version) [default: what fits the context the backend
+    /// serves: 6000, or about 1100 for the local model's 4096-token context].
+    #[arg(long, value_name = "N")]
+    pub max_input_tokens: Option<u64>,
     /// How long this compaction keeps other summarisers out if it dies without finishing
     /// (it renews this before each summariser call).
     #[arg(long, value_name = "SECS", default_value_t = 120)]

@@ -384,6 +384,27 @@ fn an_unconfigured_api_backend_stores_nothing() {
     }
 }
 
+/// Issue 36 item 9: `RECALL_BACKEND` wins over the discovery order (an Anthropic key would
+/// come first): the local backend is the one used, here refused because it does not run.
+#[test]
+fn recall_backend_wins_over_the_discovery_order() {
+    let env = env();
+    let out = recall(&env)
+        .env("ANTHROPIC_API_KEY", "sk-ant-not-used")
+        .env("RECALL_BACKEND", "local")
+        .args(["chat"])
+        .write_stdin("hello")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not running: start it with `bash scripts/models.sh start`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("anthropic"), "{stderr}");
+}
+
 /// Writes the state file `scripts/models.sh start` leaves for a server at `base_url` into a
 /// cache directory under `env`'s temporary directory; returns that cache directory (for
 /// XDG_CACHE_HOME).

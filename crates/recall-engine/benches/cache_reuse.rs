@@ -99,7 +99,8 @@ const ROWS: [Row; 4] = [
     },
 ];
 
-/// Summariser calls' input allowance per call (the engine's default `max_input_tokens`).
+/// Summariser calls' input allowance per call (the engine's `max_input_tokens` for a hosted
+/// backend, which names no context size).
 const MAX_INPUT_TOKENS: u64 = 6_000;
 /// What the summariser's prompt adds to the messages: its system prompt and instructions.
 const PROMPT_OVERHEAD_TOKENS: u64 = 200;

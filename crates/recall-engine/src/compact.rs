@@ -6,9 +6,11 @@
 //! summariser calls of at most [`CompactOptions::max_input_tokens`] each, committing a version
 //! after each call. One summariser per conversation at a time, across processes: it holds the
 //! conversation's lease in the database (renewed before every call) and commits only while it
-//! holds it and no other version was committed meanwhile. A crash, a backend error or a
-//! refused answer (empty, over `summary_tokens`) commits nothing, so the previous summary stays
-//! in force; the next compaction retries.
+//! holds it and no other version was committed meanwhile. An answer over `summary_tokens` is
+//! sent back once to be shortened, and cut at a line if it is still over. A crash, a backend
+//! error or a refused answer (empty) commits nothing, so the previous summary stays in force;
+//! the next compaction retries. Without a set `max_input_tokens`, a call's input is sized to
+//! the context the backend says it serves (a local model's 4,096 tokens).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,8 +21,8 @@ use recall_core::message::{Message, Role};
 use recall_core::policy::{Format, PolicyOverrides};
 use recall_core::recall::RecallCandidate;
 use recall_core::summary::{
-    check_summary, compaction_chunks, render_summary, summarizer_prompt, target_tokens, Summary,
-    EXCERPT_OVERHEAD_TOKENS, SUMMARIZER_SYSTEM,
+    check_summary, compaction_chunks, cut_to_fit, input_allowance, render_summary, shorten_prompt,
+    summarizer_prompt, target_tokens, Summary, EXCERPT_OVERHEAD_TOKENS, SUMMARIZER_SYSTEM,
 };
 use recall_core::tokens::{TokenCounter, Tokenizer};
 use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
@@ -45,10 +47,13 @@ pub struct CompactOptions {
     /// The summariser's model; `None`: the backend's default.
     pub model: Option<String>,
     /// The most tokens of new messages one summariser call is given (each message's own
-    /// tokens and its excerpt header, `EXCERPT_OVERHEAD_TOKENS`).
-    pub max_input_tokens: u64,
+    /// tokens and its excerpt header, `EXCERPT_OVERHEAD_TOKENS`). `None`: what fits the
+    /// context the backend serves ([`input_allowance`]: 6,000, less for a small local model).
+    pub max_input_tokens: Option<u64>,
     /// How long the lease lasts between renewals.
     pub lease: Duration,
+    /// Told what the compaction does as it goes (a summariser call can take minutes).
+    pub progress: Option<Progress>,
 }
 
 impl Default for CompactOptions {
@@ -57,10 +62,50 @@ impl Default for CompactOptions {
             format: None,
             overrides: PolicyOverrides::default(),
             model: None,
-            max_input_tokens: 6_000,
+            max_input_tokens: None,
             lease: DEFAULT_LEASE,
+            progress: None,
         }
     }
+}
+
+/// A compaction's progress callback ([`CompactOptions::progress`]).
+#[derive(Clone)]
+pub struct Progress(pub Arc<dyn Fn(&CompactProgress) + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
+/// What a compaction is doing, as it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompactProgress {
+    /// The work: messages `from_seq..=to_seq` to fold into the summary, in calls of at most
+    /// `input_tokens` tokens of messages; `context_window` is what the backend said it serves.
+    Planned {
+        from_seq: i64,
+        to_seq: i64,
+        input_tokens: u64,
+        context_window: Option<u64>,
+    },
+    /// A summariser call starts (`call` counts from 1) for messages through `to_seq`.
+    Calling {
+        call: u32,
+        from_seq: i64,
+        to_seq: i64,
+    },
+    /// The answer's section took `tokens`, over `budget`: the summariser is asked to shorten it.
+    Shortening { tokens: u64, budget: u64 },
+    /// Still over after shortening: cut at a line to fit.
+    Cut { tokens: u64, budget: u64 },
+    /// A version was committed, covering messages through `to_seq`.
+    Committed {
+        version: i64,
+        to_seq: i64,
+        tokens: u64,
+    },
 }
 
 /// How a compaction ended.
@@ -271,6 +316,34 @@ impl Engine {
         if next >= target {
             return Ok(());
         }
+        let (max_input, context_window) = match opts.max_input_tokens {
+            Some(n) => (n.max(1), None),
+            None => {
+                let window = backend.context_window(opts.model.as_deref()).await;
+                let Some(n) = input_allowance(window, summary_tokens) else {
+                    return Err(EngineError::Invalid(format!(
+                        "the summariser's backend serves a context of {} tokens, too small for \
+                         summary_tokens {summary_tokens} (the summary so far and the new one \
+                         take up to {} tokens each): lower summary_tokens, or serve the model \
+                         with a larger context",
+                        window.unwrap_or(0),
+                        target_tokens(summary_tokens)
+                    )));
+                };
+                (n, window)
+            }
+        };
+        let tell = |p: CompactProgress| {
+            if let Some(f) = &opts.progress {
+                (f.0)(&p);
+            }
+        };
+        tell(CompactProgress::Planned {
+            from_seq: next + 1,
+            to_seq: target,
+            input_tokens: max_input,
+            context_window,
+        });
         let commit = Commit {
             engine: self,
             tenant,
@@ -314,7 +387,7 @@ impl Engine {
                 }
             }
             let costs: Vec<(i64, u64)> = pending.iter().map(|(c, t)| (c.seq, *t)).collect();
-            let ends = compaction_chunks(&costs, opts.max_input_tokens);
+            let ends = compaction_chunks(&costs, max_input);
             // A call is made for a full chunk (another follows it), or for the rest once all
             // is read.
             let ready = if done_reading {
@@ -343,22 +416,33 @@ impl Engine {
                     .map_or_else(|| chunk.first().map_or(1, |c| c.seq), |p| p.from_seq);
                 let prompt =
                     summarizer_prompt(previous.as_ref(), &chunk, target_tokens(summary_tokens));
-                let (text, usage) = self
-                    .summarise_held(
-                        backend,
-                        opts,
-                        lease,
-                        tenant,
-                        id,
-                        prompt,
-                        summary_tokens,
-                        &cancel,
-                    )
-                    .await?;
-                report.calls += 1;
-                report.input_tokens += usage.input_tokens.unwrap_or(0);
-                report.output_tokens += usage.output_tokens.unwrap_or(0);
+                tell(CompactProgress::Calling {
+                    call: report.calls + 1,
+                    from_seq: chunk.first().map_or(from, |c| c.seq),
+                    to_seq: last,
+                });
+                let call = Call {
+                    backend,
+                    opts,
+                    lease,
+                    tenant,
+                    id,
+                    summary_tokens,
+                    cancel: &cancel,
+                };
+                let mut text = self.summarise_call(&call, prompt, report).await?;
+                let tokens = commit.tokens(from, last, &text);
+                if tokens > summary_tokens && !text.trim().is_empty() {
+                    text = self
+                        .shorten(&call, &commit, from, last, text, tokens, &tell, report)
+                        .await?;
+                }
                 let stored = commit.version(from, last, text, after_version).await?;
+                tell(CompactProgress::Committed {
+                    version: stored.version,
+                    to_seq: stored.to_seq,
+                    tokens: stored.tokens.get(tokenizer),
+                });
                 after_version = Some(stored.version);
                 report.status = CompactStatus::Compacted;
                 report.summary = Some(stored.clone());
@@ -378,6 +462,76 @@ impl Engine {
             report.summary = Some(stored);
         }
         Ok(())
+    }
+
+    /// One summariser call (see [`Engine::summarise_held`]), counted in `report`.
+    async fn summarise_call(
+        &self,
+        c: &Call<'_>,
+        prompt: String,
+        report: &mut CompactReport,
+    ) -> Result<String, EngineError> {
+        let (text, usage) = self
+            .summarise_held(
+                c.backend,
+                c.opts,
+                c.lease,
+                c.tenant,
+                c.id,
+                prompt,
+                c.summary_tokens,
+                c.cancel,
+            )
+            .await?;
+        report.calls += 1;
+        report.input_tokens += usage.input_tokens.unwrap_or(0);
+        report.output_tokens += usage.output_tokens.unwrap_or(0);
+        Ok(text)
+    }
+
+    /// An answer over `summary_tokens` (`tokens` with its frame): the summariser is asked
+    /// once to shorten it (a small call: the answer alone), and what is still over is cut at
+    /// a line, so that the work of the call is kept rather than thrown away.
+    #[allow(clippy::too_many_arguments)]
+    async fn shorten(
+        &self,
+        c: &Call<'_>,
+        commit: &Commit<'_>,
+        from: i64,
+        to: i64,
+        draft: String,
+        tokens: u64,
+        tell: &impl Fn(CompactProgress),
+        report: &mut CompactReport,
+    ) -> Result<String, EngineError> {
+        let budget = c.summary_tokens;
+        tell(CompactProgress::Shortening { tokens, budget });
+        let prompt = shorten_prompt(
+            &Summary {
+                from_seq: from,
+                to_seq: to,
+                text: draft.trim().to_string(),
+            },
+            target_tokens(budget) * 3 / 4,
+        );
+        let shorter = self.summarise_call(c, prompt, report).await?;
+        // The shorter of the two when neither fits: less to cut.
+        let (best, best_tokens) = {
+            let t = commit.tokens(from, to, &shorter);
+            if shorter.trim().is_empty() || t >= tokens {
+                (draft, tokens)
+            } else {
+                (shorter, t)
+            }
+        };
+        if best_tokens <= budget {
+            return Ok(best);
+        }
+        tell(CompactProgress::Cut {
+            tokens: best_tokens,
+            budget,
+        });
+        Ok(cut_to_fit(&best, |t| commit.tokens(from, to, t) <= budget).unwrap_or(best))
     }
 
     /// One summariser call while holding `lease`: renewed before the call and every third of
@@ -502,6 +656,17 @@ impl Lease {
     }
 }
 
+/// What every summariser call of one compaction shares.
+struct Call<'a> {
+    backend: &'a dyn Backend,
+    opts: &'a CompactOptions,
+    lease: &'a Lease,
+    tenant: &'a str,
+    id: &'a str,
+    summary_tokens: u64,
+    cancel: &'a CancellationToken,
+}
+
 /// What committing a version needs besides its range and text.
 struct Commit<'a> {
     engine: &'a Engine,
@@ -515,6 +680,19 @@ struct Commit<'a> {
 }
 
 impl Commit<'_> {
+    /// The tokens of `text`'s section covering `from..=to`, under the policy's tokenizer.
+    fn tokens(&self, from: i64, to: i64, text: &str) -> u64 {
+        let section = render_summary(
+            &Summary {
+                from_seq: from,
+                to_seq: to,
+                text: text.trim().to_string(),
+            },
+            true,
+        );
+        self.tokenizer.count(&section) as u64
+    }
+
     /// Checks `text` (not empty, its section within `summary_tokens`) and commits it as the
     /// version covering `from..=to`, written from version `after`.
     async fn version(

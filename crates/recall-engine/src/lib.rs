@@ -39,7 +39,9 @@ use serde_json::Value;
 
 pub use branch::{Alternative, Branched};
 pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_INTERVAL};
-pub use compact::{CompactOptions, CompactReport, CompactStatus, DEFAULT_LEASE};
+pub use compact::{
+    CompactOptions, CompactProgress, CompactReport, CompactStatus, Progress, DEFAULT_LEASE,
+};
 pub use context_limit::prompt_bytes;
 pub use error::EngineError;
 pub use gateway::{
@@ -150,6 +152,12 @@ impl Engine {
         id: &str,
     ) -> Result<Conversation, EngineError> {
         Ok(self.store.get_conversation(tenant, id).await?)
+    }
+
+    /// The tenants holding a conversation with this id (at most 20, in name order): for an
+    /// operator's "not found" that says where it is. Never answer a tenant's request with it.
+    pub async fn conversation_tenants(&self, id: &str) -> Result<Vec<String>, EngineError> {
+        Ok(self.store.conversation_tenants(id).await?)
     }
 
     pub async fn list_conversations(

@@ -41,6 +41,15 @@ pub trait Backend: Send + Sync {
         req: ChatRequest,
         cancel: CancellationToken,
     ) -> Result<EventStream, BackendError>;
+
+    /// The context size, in tokens, the backend serves `model` (its default when `None`)
+    /// with, when it says: an OpenAI-compatible server's model list (llama-server's
+    /// `meta.n_ctx`, vLLM's `max_model_len`, …). `None` when it does not say or cannot be
+    /// asked; callers then assume a hosted model's large context. Asked once per use, not
+    /// per request.
+    async fn context_window(&self, _model: Option<&str>) -> Option<u64> {
+        None
+    }
 }
 
 /// The bound of the channel between an adapter's task and the consumer.

@@ -49,7 +49,17 @@ impl BackendKind {
             BackendKind::Local => "local",
         }
     }
+
+    /// The reply cap a chat uses with this backend when none is asked for: the local model
+    /// (a small model on a CPU) gets [`LOCAL_MAX_OUTPUT_TOKENS`], so a turn ends in seconds
+    /// rather than rambling on; the others use the request's default.
+    pub fn default_max_output_tokens(self) -> Option<u32> {
+        (self == BackendKind::Local).then_some(LOCAL_MAX_OUTPUT_TOKENS)
+    }
 }
+
+/// The local model's default reply cap ([`BackendKind::default_max_output_tokens`]).
+pub const LOCAL_MAX_OUTPUT_TOKENS: u32 = 256;
 
 /// What the caller decides rather than the environment.
 #[derive(Debug, Clone)]

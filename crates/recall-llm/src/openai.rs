@@ -174,6 +174,38 @@ impl http::HttpProvider for OpenAiBackend {
             ..OpenAiDecoder::default()
         }
     }
+
+    fn models_url(&self) -> Option<reqwest::Url> {
+        let path = chat_path(&self.config.base_url).replace("/chat/completions", "/models");
+        http::join_url(&self.config.base_url, &path).ok()
+    }
+
+    fn served_context(models: &Value, model: &str) -> Option<u64> {
+        served_context(models, model)
+    }
+}
+
+/// The context size of `model` in an OpenAI-compatible model list (`{"data": [{"id", …}]}`):
+/// the entry with that id, else the only entry (a local server serves one model whatever it
+/// is called). Servers say it in their own field: llama-server `meta.n_ctx` (the size it
+/// serves, not `n_ctx_train`), vLLM `max_model_len`, others `context_length` or
+/// `context_window`. OpenAI's own list says none.
+pub(crate) fn served_context(models: &Value, model: &str) -> Option<u64> {
+    let data = models.get("data")?.as_array()?;
+    let entry = data
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+        .or_else(|| (data.len() == 1).then(|| &data[0]))?;
+    [
+        entry.pointer("/meta/n_ctx"),
+        entry.get("max_model_len"),
+        entry.get("context_length"),
+        entry.get("context_window"),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(Value::as_u64)
+    .filter(|n| *n > 0)
 }
 
 /// One streamed chunk (`chat.completion.chunk`); every field optional for tolerance.
@@ -399,6 +431,29 @@ mod tests {
     use super::*;
     use recall_core::{Block, Message, Role};
     use serde_json::json;
+
+    #[test]
+    fn served_context_reads_each_servers_field() {
+        use serde_json::json;
+        let llama = json!({"object":"list","data":[{"id":"qwen.gguf","object":"model",
+            "meta":{"n_ctx":4096,"n_ctx_train":32768}}]});
+        assert_eq!(served_context(&llama, "gpt-4o-mini"), Some(4096));
+        let vllm =
+            json!({"data":[{"id":"a","max_model_len":8192},{"id":"b","max_model_len":2048}]});
+        assert_eq!(served_context(&vllm, "b"), Some(2048));
+        assert_eq!(
+            served_context(&vllm, "c"),
+            None,
+            "two models, none of that name"
+        );
+        let openai = json!({"data":[{"id":"gpt-4o-mini","object":"model","owned_by":"system"}]});
+        assert_eq!(served_context(&openai, "gpt-4o-mini"), None);
+        assert_eq!(served_context(&json!({"error":"no"}), "x"), None);
+        assert_eq!(
+            served_context(&json!({"data":[{"id":"x","context_length":0}]}), "x"),
+            None
+        );
+    }
 
     #[test]
     fn base_url_with_or_without_v1() {

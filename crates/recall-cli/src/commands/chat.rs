@@ -35,7 +35,7 @@ struct Session {
 }
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let (backend, why) = pick_backend(&args.llm)?;
+    let (backend, why, kind) = pick_backend(&args.llm)?;
     // Named before anything else, so a reply is never taken for another backend's.
     eprintln!("recall chat: backend {why}");
     // Piped, one message and one process: the recall index is caught up fully before the
@@ -91,7 +91,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         backend,
         overrides,
         model: args.llm.model.clone(),
-        max_output_tokens: args.max_output_tokens,
+        max_output_tokens: args.max_output_tokens.or(kind.default_max_output_tokens()),
     };
     if std::io::stdin().is_terminal() {
         eprintln!("/help for commands, Ctrl-D to leave.");
@@ -482,7 +482,9 @@ fn history_file(args: &ChatArgs) -> Option<PathBuf> {
 }
 
 /// The backend to use and a phrase saying which and why.
-pub(crate) fn pick_backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn Backend>, String)> {
+pub(crate) fn pick_backend(
+    args: &BackendArgs,
+) -> anyhow::Result<(Arc<dyn Backend>, String, BackendKind)> {
     let prompt_format: PromptFormat = args.prompt_format.parse().map_err(bad_input)?;
     let opts = DiscoverOptions {
         claude_path: args.claude_path.clone(),
@@ -509,7 +511,11 @@ pub(crate) fn pick_backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn Backen
             .ok_or_else(|| bad_input(format!("{NONE_CONFIGURED}; or pass --backend")))?,
     };
     let backend = build_backend(found.config).map_err(|e| bad_input(e.to_string()))?;
-    Ok((backend, format!("{} ({})", found.kind.name(), found.why)))
+    Ok((
+        backend,
+        format!("{} ({})", found.kind.name(), found.why),
+        found.kind,
+    ))
 }
 
 /// An empty directory of recall's own for the Claude Code CLI to run in (not a shared temp
