@@ -107,7 +107,7 @@ async fn the_repl_streams_clears_previews_trims_and_rejects_empty_input() {
             Ok("true"),
             "tmux is required in CI (scripts/setup.sh installs it)"
         );
-        eprintln!("NOTICE: skipping the REPL test: no tmux");
+        recall_testkit::skipped("no tmux to run the REPL in");
         return;
     }
     let server = FakeServer::start(Arc::new(|req, _| {
@@ -261,7 +261,7 @@ async fn the_repl_retries_and_edits_on_forks() {
             Ok("true"),
             "tmux is required in CI (scripts/setup.sh installs it)"
         );
-        eprintln!("NOTICE: skipping the REPL test: no tmux");
+        recall_testkit::skipped("no tmux to run the REPL in");
         return;
     }
     let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));

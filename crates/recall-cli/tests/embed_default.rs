@@ -22,7 +22,7 @@ fn installed_model() -> Option<PathBuf> {
     }
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     assert!(!ci, "all-MiniLM-L6-v2 is not installed and CI needs it");
-    eprintln!("skipped: all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)");
+    recall_testkit::skipped("all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)");
     None
 }
 

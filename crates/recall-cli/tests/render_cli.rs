@@ -312,7 +312,7 @@ fn on_a_terminal_the_stats_line_starts_its_own_line() {
     let Ok(script) = which_script() else {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         assert!(!ci, "`script` (util-linux) is needed in CI");
-        eprintln!("skipped: no `script` (util-linux) to run recall on a terminal");
+        recall_testkit::skipped("no `script` (util-linux) to run recall on a terminal");
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");

@@ -40,7 +40,7 @@ fn required<T>(what: Option<T>, missing: &str) -> Option<T> {
             !in_ci(),
             "{missing} (CI runs this test with the real model)"
         );
-        eprintln!("skipped: {missing}");
+        recall_testkit::skipped(missing);
     }
     what
 }

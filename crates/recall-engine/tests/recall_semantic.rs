@@ -41,7 +41,9 @@ fn minilm_model() -> Option<Arc<MiniLm>> {
                 std::env::var("CI").as_deref() != Ok("true"),
                 "all-MiniLM-L6-v2 is not installed (CI runs this test with the real model)"
             );
-            eprintln!("skipped: all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)");
+            recall_testkit::skipped(
+                "all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)",
+            );
             None
         }
     }

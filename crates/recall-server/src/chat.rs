@@ -181,6 +181,8 @@ enum Report {
 struct RunningTurn {
     rx: mpsc::UnboundedReceiver<Report>,
     backend: String,
+    /// The model the request named (`None`: the backend's default).
+    model: Option<String>,
     state: AppState,
     _cancel: DropGuard,
 }
@@ -205,6 +207,7 @@ async fn start_turn_of(
     kind: TurnKind,
 ) -> Result<(RunningTurn, Report), ApiError> {
     let (name, backend) = state.inner.config.backends.pick(body.backend.as_deref())?;
+    let model = body.model.clone();
     let turn = ChatTurn {
         content: body.content,
         client_id: body.id,
@@ -255,6 +258,7 @@ async fn start_turn_of(
         RunningTurn {
             rx,
             backend: name,
+            model,
             state: state.clone(),
             _cancel: cancel.drop_guard(),
         },
@@ -302,7 +306,8 @@ impl RunningTurn {
                 None => (
                     "done",
                     json!({"message_id": o.reply_seq, "user_message_id": o.user_seq,
-                       "usage": o.usage, "stop_reason": o.stop_reason}),
+                       "usage": o.usage, "stop_reason": o.stop_reason,
+                       "backend": self.backend, "model": self.model}),
                 ),
                 Some(e) => {
                     self.state.inner.metrics.backend_error(&self.backend);

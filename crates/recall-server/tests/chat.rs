@@ -110,6 +110,9 @@ async fn sse_streams_the_reply_and_stores_the_turn(b: Backend) {
     let done = &events.last().unwrap().1;
     assert_eq!(done["message_id"], 2);
     assert!(done["usage"]["output_tokens"].as_u64().is_some(), "{done}");
+    // Which backend answered, and the model the request named (null: the backend's own).
+    assert_eq!(done["backend"], "anthropic", "{done}");
+    assert_eq!(done["model"], Value::Null, "{done}");
 
     let stored = s.stored(TENANT_A, &id).await;
     assert_eq!(stored.len(), 2);

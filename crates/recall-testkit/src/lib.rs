@@ -337,6 +337,28 @@ pub fn real_claude() -> Option<std::path::PathBuf> {
     on_path.then(|| std::path::PathBuf::from("claude"))
 }
 
+/// Says that the running test skips (part of) its work and why: on stderr, which the test
+/// harness shows only for failures, and as a line `TEST: REASON` appended to the file
+/// `RECALL_SKIP_LOG` names, which `scripts/test.sh` prints in a summary at the end, where a
+/// reader sees it. Outside CI a missing model, `claude` or PostgreSQL is a skip, not a failure.
+pub fn skipped(reason: &str) {
+    eprintln!("skipped: {reason}");
+    let Some(path) = std::env::var_os("RECALL_SKIP_LOG") else {
+        return;
+    };
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    // One write per line (O_APPEND): test binaries running at once do not interleave lines.
+    let line = format!("{test}: {reason}\n");
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+}
+
 /// [`real_claude`], or: a panic when `CI=true` (CI must run the real-`claude` tests), else a
 /// notice and `None` so the caller skips.
 pub fn require_claude() -> Option<std::path::PathBuf> {
@@ -347,9 +369,9 @@ pub fn require_claude() -> Option<std::path::PathBuf> {
              (installs @anthropic-ai/claude-code into .tools/) or set RECALL_CLAUDE_PATH"
         ),
         None => {
-            eprintln!(
-                "NOTICE: skipping a real-claude test: no `claude` binary \
-                 (run scripts/setup.sh or set RECALL_CLAUDE_PATH)"
+            skipped(
+                "no `claude` binary for a real-claude test (run scripts/setup.sh or set \
+                 RECALL_CLAUDE_PATH)",
             );
             None
         }

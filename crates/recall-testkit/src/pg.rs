@@ -77,11 +77,32 @@ pub async fn pg_database() -> Option<PgDatabase> {
     })
 }
 
+/// `url` without its password (`postgres://user:***@host/db`), for messages and logs.
+pub fn shown(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end..];
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    match (authority.rfind('@'), authority.find(':')) {
+        (Some(at), Some(colon)) if colon < at => format!(
+            "{}{}:***{}",
+            &url[..scheme_end],
+            &authority[..colon],
+            &url[scheme_end + at..]
+        ),
+        _ => url.to_string(),
+    }
+}
+
 fn unreachable_pg<T>(url: &str, why: &str) -> Option<T> {
+    let url = &shown(url);
     if in_ci() {
         panic!("PostgreSQL at {url} is unreachable ({why}); CI=true, so PostgreSQL tests must run");
     }
-    eprintln!("notice: PostgreSQL at {url} is unreachable ({why}); skipping this PostgreSQL test");
+    crate::skipped(&format!(
+        "PostgreSQL at {url} is unreachable ({why}); its PostgreSQL half skipped"
+    ));
     None
 }
 
@@ -107,5 +128,22 @@ impl Drop for PgDatabase {
         if !matches!(dropped, Ok(Ok(()))) {
             eprintln!("warning: could not drop test database {}", self.name);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shown_url_hides_its_password() {
+        use super::shown;
+        assert_eq!(
+            shown("postgres://recall:s3cret@127.0.0.1:5432/db?sslmode=disable"),
+            "postgres://recall:***@127.0.0.1:5432/db?sslmode=disable"
+        );
+        assert_eq!(
+            shown("postgres://postgres@127.0.0.1:5432/postgres"),
+            "postgres://postgres@127.0.0.1:5432/postgres"
+        );
+        assert_eq!(shown("postgres://h:5432/x"), "postgres://h:5432/x");
     }
 }
