@@ -283,6 +283,22 @@ pub fn shorten_prompt(draft: &Summary, target_tokens: u64) -> String {
     out
 }
 
+/// An answer the summariser stopped at its token bound, without its last line (cut off mid-
+/// way: `- Day 36: I called my old school`), unless that line is all there is.
+///
+/// ```
+/// use recall_core::summary::without_cut_line;
+/// assert_eq!(without_cut_line("- Ana is a nurse.\n- She lives in Lis"), "- Ana is a nurse.");
+/// assert_eq!(without_cut_line("- Ana is a nur"), "- Ana is a nur");
+/// ```
+pub fn without_cut_line(text: &str) -> &str {
+    let text = text.trim_end();
+    match text.rsplit_once('\n') {
+        Some((head, _)) if !head.trim().is_empty() => head.trim_end(),
+        _ => text,
+    }
+}
+
 /// The longest head of `text` that `fits`: whole lines while they fit, else (when not even
 /// the first line fits) its longest run of whole words that does. `None` when no word fits.
 /// The last resort for a summary still over its bound after the summariser was asked to

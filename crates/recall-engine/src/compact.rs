@@ -22,7 +22,8 @@ use recall_core::policy::{Format, PolicyOverrides};
 use recall_core::recall::RecallCandidate;
 use recall_core::summary::{
     check_summary, compaction_chunks, cut_to_fit, input_allowance, render_summary, shorten_prompt,
-    summarizer_prompt, target_tokens, Summary, EXCERPT_OVERHEAD_TOKENS, SUMMARIZER_SYSTEM,
+    summarizer_prompt, target_tokens, without_cut_line, Summary, EXCERPT_OVERHEAD_TOKENS,
+    SUMMARIZER_SYSTEM,
 };
 use recall_core::tokens::{TokenCounter, Tokenizer};
 use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
@@ -784,5 +785,12 @@ async fn summarise(
     if let Some(e) = reply.error.clone() {
         return Err(EngineError::Summarizer(e));
     }
-    Ok((reply.text(), reply.usage))
+    let text = reply.text();
+    // Stopped at max_tokens: its last line was cut off mid-way.
+    let text = if reply.stop_reason.as_deref() == Some("max_tokens") {
+        without_cut_line(&text).to_string()
+    } else {
+        text
+    };
+    Ok((text, reply.usage))
 }

@@ -27,6 +27,8 @@ const OK: u8 = 0;
 const EMPTY: u8 = 1;
 const HUGE: u8 = 2;
 const FAIL: u8 = 3;
+/// Two lines, the second cut off where the summariser hit max_tokens.
+const CUT: u8 = 4;
 
 /// The user text of a request.
 fn user_text(body: &Value) -> String {
@@ -71,6 +73,16 @@ fn answer(body: &Value, mode: u8) -> Reply {
         }
         EMPTY => return Reply::sse(anthropic::text_reply(&["  \n"])),
         HUGE => return Reply::sse(anthropic::text_reply(&[&"word ".repeat(3000)])),
+        CUT => {
+            return Reply::sse(vec![
+                anthropic::message_start("msg_cut", 10),
+                anthropic::block_start(0, json!({"type": "text", "text": ""})),
+                anthropic::text_delta(0, "- The user is Ana.\n- She lives in Lis"),
+                anthropic::block_stop(0),
+                anthropic::message_delta("max_tokens", 12),
+                anthropic::message_stop(),
+            ])
+        }
         _ => {}
     }
     let prompt = user_text(body);
@@ -542,4 +554,14 @@ async fn a_summary_over_a_smaller_bound_is_written_again() {
         // The fake's answer may not fit 150 tokens: then it is refused, as any would be.
         Err(e) => assert!(e.to_string().contains("over summary_tokens (150)"), "{e}"),
     }
+}
+
+/// An answer the summariser stopped at max_tokens loses its cut-off last line, not the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_at_max_tokens_drops_its_cut_line() {
+    let f = Fixture::new().await;
+    let id = f.conversation(60).await;
+    f.mode.store(CUT, Ordering::SeqCst);
+    let r = f.compact(&id, &CompactOptions::default()).await.unwrap();
+    assert_eq!(r.summary.unwrap().text, "- The user is Ana.");
 }
