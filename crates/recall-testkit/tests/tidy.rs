@@ -163,6 +163,34 @@ fn recall_core_stays_pure() {
     }
 }
 
+/// ARCHITECTURE: the one store method without a tenant answers an operator, never a tenant's
+/// request: only the CLI (and the store and engine that provide it) may name it.
+#[test]
+fn the_tenant_less_lookup_is_the_clis_only() {
+    let mut files = Vec::new();
+    for c in crate_dirs() {
+        let name = c.file_name().unwrap().to_string_lossy().to_string();
+        if ![
+            "recall-cli",
+            "recall-store",
+            "recall-engine",
+            "recall-testkit",
+        ]
+        .contains(&name.as_str())
+        {
+            rust_files(&c, &mut files);
+        }
+    }
+    for f in files {
+        let text = fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains("conversation_tenants"),
+            "{} asks which tenants hold a conversation: only the CLI may",
+            relative(&f)
+        );
+    }
+}
+
 #[test]
 fn anyhow_only_in_the_binary() {
     for c in crate_dirs() {
