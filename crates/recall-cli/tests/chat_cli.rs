@@ -414,7 +414,7 @@ fn local_state(env: &Env, base_url: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&run).expect("run dir");
     std::fs::write(
         run.join("llama-server.env"),
-        format!("OPENAI_BASE_URL={base_url}\nPORT=0\nPID=0\nMODEL=qwen2.5-coder-0.5b-instruct\n"),
+        format!("OPENAI_BASE_URL={base_url}\nPORT=0\nPID=0\nMODEL=qwen2.5-coder-1.5b-instruct\n"),
     )
     .expect("state file");
     cache
@@ -508,5 +508,5 @@ async fn recall_chat_finds_the_local_model_server_and_names_it() {
         .filter(|r| r.path == "/v1/chat/completions")
         .collect();
     assert_eq!(chat.len(), 1);
-    assert_eq!(chat[0].json()["model"], "qwen2.5-coder-0.5b-instruct");
+    assert_eq!(chat[0].json()["model"], "qwen2.5-coder-1.5b-instruct");
 }

@@ -1,5 +1,5 @@
 //! The fact-recall acceptance test with a real model: `recall chat --backend openai` against
-//! Qwen2.5-Coder-0.5B-Instruct served by llama-server (installed by `scripts/models.sh fetch`,
+//! Qwen2.5-Coder-1.5B-Instruct served by llama-server (installed by `scripts/models.sh fetch`,
 //! started here with `scripts/models.sh start`: one thread, temperature 0).
 //!
 //! Turn 1 mentions a fact in passing, turn 2 is about something else, turn 3 asks for the fact:

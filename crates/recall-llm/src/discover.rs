@@ -122,7 +122,7 @@ pub const NONE_CONFIGURED: &str = concat!("no chat backend configured: ", how_to
 pub const LOCAL_START: &str = "bash scripts/models.sh start";
 
 /// The model the local server runs when its state file names none.
-const LOCAL_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
+const LOCAL_MODEL: &str = "qwen2.5-coder-1.5b-instruct";
 
 /// An environment variable of this process, `None` when unset or blank.
 pub fn process_env(name: &str) -> Option<String> {
