@@ -2,7 +2,8 @@
 # Checks that the demo shares the machine safely (issue 36: the local model server is shared
 # by leases, and `models.sh fetch` takes a lock):
 #   bash scripts/check-demo.sh twice         two scripts/demo.sh runs at once; both must pass
-#   bash scripts/check-demo.sh beside-tests  a demo while scripts/test.sh runs; both must pass
+#   bash scripts/check-demo.sh beside-tests  demos, one after another, for as long as
+#                                            scripts/test.sh runs; all must pass
 # Each run's output goes to a log under a temporary folder, printed when a run fails. The model
 # server must not be left running by either (unless something else held a lease on it).
 set -euo pipefail
@@ -35,29 +36,50 @@ run() { # NAME COMMAND...
   echo "== started $name (pid $!): $*"
 }
 
+failed=0
 if [ "$mode" = twice ]; then
   run demo-1 bash scripts/demo.sh
   sleep 2
   run demo-2 bash scripts/demo.sh
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then
+      echo "== ${names[$i]} passed after $((SECONDS - start)) s"
+    else
+      rc=$?
+      failed=1
+      echo "== ${names[$i]} FAILED (exit $rc) after $((SECONDS - start)) s; the end of its log:"
+      tail -n 40 "$logs/${names[$i]}.log"
+    fi
+  done
 else
   run tests bash scripts/test.sh
-  # Let the tests get under way (they build, then start and stop the model in their own
-  # tests) before the demo joins.
+  tests=${pids[0]}
+  # Demos one after another for as long as the tests run, so that some of them overlap the
+  # real-model tests, which start and stop the same model server (where they fall in the
+  # test run depends on what needs building). Let the tests get under way first.
   sleep "${RECALL_CHECK_DEMO_DELAY:-60}"
-  run demo bash scripts/demo.sh
-fi
-
-failed=0
-for i in "${!pids[@]}"; do
-  if wait "${pids[$i]}"; then
-    echo "== ${names[$i]} passed after $((SECONDS - start)) s"
+  n=0
+  while kill -0 "$tests" 2>/dev/null || [ "$n" -eq 0 ]; do
+    n=$((n + 1))
+    if bash scripts/demo.sh >"$logs/demo-$n.log" 2>&1; then
+      echo "== demo-$n passed after $((SECONDS - start)) s"
+    else
+      rc=$?
+      failed=1
+      echo "== demo-$n FAILED (exit $rc) after $((SECONDS - start)) s; the end of its log:"
+      tail -n 40 "$logs/demo-$n.log"
+      break
+    fi
+  done
+  if wait "$tests"; then
+    echo "== tests passed after $((SECONDS - start)) s ($n demos beside them)"
   else
     rc=$?
     failed=1
-    echo "== ${names[$i]} FAILED (exit $rc) after $((SECONDS - start)) s; the end of its log:"
-    tail -n 40 "$logs/${names[$i]}.log"
+    echo "== tests FAILED (exit $rc) after $((SECONDS - start)) s; the end of their log:"
+    tail -n 40 "$logs/tests.log"
   fi
-done
+fi
 
 # Every demo must have held its three-turn chat to the end.
 for f in "$logs"/demo*.log; do
