@@ -1,7 +1,8 @@
 //! The web app: a few static files embedded in the binary, served at `/` without a key (the
 //! page asks for one; every API call it makes is authenticated like any other client's).
 //!
-//! The page is plain HTML, CSS and JavaScript (`crates/recall-server/web/`), with nothing to
+//! The page is plain HTML, CSS and JavaScript modules (`crates/recall-server/web/`: `app.js`
+//! imports one module per screen or concern), with nothing to
 //! build and nothing fetched from elsewhere: the Content-Security-Policy below allows only this
 //! server's own scripts, styles and API, so even a message that slipped past the page's own
 //! escaping could not run a script or send data anywhere. `ServerConfig::web_dir` serves the
@@ -17,7 +18,7 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// What the page may load and call: itself and this server, nothing inline, nothing framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
@@ -41,6 +42,61 @@ const ASSETS: &[Asset] = &[
         name: "app.js",
         media_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../web/app.js"),
+    },
+    Asset {
+        name: "state.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/state.js"),
+    },
+    Asset {
+        name: "dom.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/dom.js"),
+    },
+    Asset {
+        name: "api.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/api.js"),
+    },
+    Asset {
+        name: "markdown.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/markdown.js"),
+    },
+    Asset {
+        name: "content.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/content.js"),
+    },
+    Asset {
+        name: "shell.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/shell.js"),
+    },
+    Asset {
+        name: "list.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/list.js"),
+    },
+    Asset {
+        name: "chat.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/chat.js"),
+    },
+    Asset {
+        name: "composer.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/composer.js"),
+    },
+    Asset {
+        name: "dialogs.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/dialogs.js"),
+    },
+    Asset {
+        name: "inspector.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/inspector.js"),
     },
     Asset {
         name: "app.css",

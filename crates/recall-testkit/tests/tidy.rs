@@ -1,8 +1,11 @@
 //! Tidy: the workspace rules that docs/ARCHITECTURE.md states and no compiler checks, kept
 //! true by a test (as rust-analyzer keeps its own). Each check names the file and the rule.
 //!
-//! - every source file (`crates/*/src/**/*.rs`) opens with a `//!` header saying what it is;
-//! - no source file is longer than [`MAX_LINES`] lines;
+//! - every source file (`crates/*/src/**/*.rs`) opens with a `//!` header saying what it is,
+//!   and every web app module (`crates/recall-server/web/*.js`) with a `//` one;
+//! - no source file, Rust or the web app's JavaScript, is longer than [`MAX_LINES`] lines;
+//! - each crate depends only on the recall crates docs/ARCHITECTURE.md's graph allows
+//!   ([`ALLOWED_EDGES`]: dependencies point inward);
 //! - recall-core depends on no runtime, database or HTTP crate (it is pure);
 //! - `anyhow` is a dependency of the binary crate only (libraries return typed errors);
 //! - clippy's `unwrap_used` and `expect_used` are denied workspace-wide, and every crate
@@ -68,6 +71,48 @@ fn source_files() -> Vec<PathBuf> {
     files
 }
 
+/// The web app's JavaScript modules (no build step: what is here is what the browser runs).
+fn web_modules() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(root().join("crates/recall-server/web"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "js"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no web app modules found");
+    files
+}
+
+/// The recall crates each crate may depend on (normal dependencies), as the graph in
+/// docs/ARCHITECTURE.md draws them. recall-testkit is a dev-dependency only, so it appears
+/// nowhere here.
+const ALLOWED_EDGES: [(&str, &[&str]); 9] = [
+    ("recall-core", &[]),
+    ("recall-llm", &["recall-core"]),
+    ("recall-embed", &[]),
+    ("recall-store", &["recall-core"]),
+    (
+        "recall-engine",
+        &["recall-core", "recall-store", "recall-llm", "recall-embed"],
+    ),
+    ("recall-mcp", &["recall-core", "recall-engine"]),
+    (
+        "recall-server",
+        &["recall-core", "recall-engine", "recall-mcp"],
+    ),
+    (
+        "recall-cli",
+        &[
+            "recall-core",
+            "recall-engine",
+            "recall-server",
+            "recall-mcp",
+            "recall-embed",
+        ],
+    ),
+    ("recall-testkit", &[]),
+];
+
 /// The names in one `[section]` of a Cargo.toml (a small reader: keys at the start of a
 /// line up to `=` or `.`).
 fn section_keys(toml: &str, section: &str) -> Vec<String> {
@@ -114,9 +159,47 @@ fn every_source_file_has_a_header() {
 }
 
 #[test]
+fn every_web_module_has_a_header() {
+    let missing: Vec<String> = web_modules()
+        .into_iter()
+        .filter(|f| {
+            !fs::read_to_string(f)
+                .unwrap()
+                .starts_with("// recall web app: ")
+        })
+        .map(|f| relative(&f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "these web modules do not open with `// recall web app: ` and what they hold: {missing:#?}"
+    );
+}
+
+#[test]
+fn dependencies_point_inward() {
+    for c in crate_dirs() {
+        let name = c.file_name().unwrap().to_string_lossy().to_string();
+        let Some((_, allowed)) = ALLOWED_EDGES.iter().find(|(n, _)| *n == name) else {
+            panic!("{name} is not in ALLOWED_EDGES: add it as docs/ARCHITECTURE.md draws it");
+        };
+        let toml = fs::read_to_string(c.join("Cargo.toml")).unwrap();
+        for dep in section_keys(&toml, "dependencies") {
+            if dep.starts_with("recall-") {
+                assert!(
+                    allowed.contains(&dep.as_str()),
+                    "{name} depends on {dep}, which docs/ARCHITECTURE.md's graph does not \
+                     allow (dependencies point inward)"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn no_source_file_is_too_long() {
     let long: Vec<String> = source_files()
         .into_iter()
+        .chain(web_modules())
         .filter_map(|f| {
             let n = fs::read_to_string(&f).unwrap().lines().count();
             (n > MAX_LINES).then(|| format!("{} ({n} lines)", relative(&f)))
