@@ -6,7 +6,6 @@ mod commands;
 mod db;
 mod exit;
 mod input;
-mod time;
 
 use std::process::ExitCode;
 

@@ -475,3 +475,141 @@ fn claude_code_connects_to_mcp_over_http() {
         "connected with a wrong key: {text}"
     );
 }
+
+/// Issue 34: one conversation reads the same through every interface. A conversation with a
+/// title, a policy, metadata and messages, and a fork of it (so `forked_from` is set), listed
+/// by `recall conversations list --json`, `GET /v1/conversations` and MCP's
+/// `list_conversations`: the same field names and the same values, field for field. And one
+/// conversation as `recall conversations show --json` prints it (less its messages) is
+/// `GET /v1/conversations/{id}`.
+#[test]
+fn a_conversation_reads_the_same_through_the_cli_http_and_mcp() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("views.db");
+    let tenant = "views";
+    let key = new_key(&db, tenant);
+    let id = recall(
+        &db,
+        &[
+            "conversations",
+            "new",
+            "--tenant",
+            tenant,
+            "--title",
+            "Trip",
+            "--system",
+            "Be brief.",
+            "--policy",
+            r#"{"format":"xml","max_turns":6}"#,
+        ],
+    )
+    .trim()
+    .to_string();
+    for (role, text) in [("user", "We fly to Lisbon."), ("assistant", "Noted.")] {
+        recall(
+            &db,
+            &[
+                "append",
+                &id,
+                "--tenant",
+                tenant,
+                "--role",
+                role,
+                "--content",
+                text,
+            ],
+        );
+    }
+    let fork: Value = serde_json::from_str(&recall(
+        &db,
+        &["fork", &id, "--at", "1", "--tenant", tenant, "--json"],
+    ))
+    .expect("fork json");
+    assert_eq!(
+        fork["forked_from"],
+        json!({"conversation_id": id, "seq": 1})
+    );
+
+    let by_id = |list: Vec<Value>| {
+        let mut list = list;
+        list.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        list
+    };
+    let cli: Vec<Value> = recall(
+        &db,
+        &["conversations", "list", "--tenant", tenant, "--json"],
+    )
+    .lines()
+    .map(|l| serde_json::from_str(l).expect("json line"))
+    .collect();
+    let cli_shown: Value = serde_json::from_str(&recall(
+        &db,
+        &["conversations", "show", &id, "--tenant", tenant, "--json"],
+    ))
+    .expect("show json");
+
+    let server = serve(&db, &[]);
+    let base = server.base.as_str();
+    let client = reqwest::Client::new();
+    let (http, http_one, mcp) = runtime().block_on(async {
+        let get = |path: String| {
+            let req = client.get(format!("{base}{path}")).bearer_auth(&key);
+            async move {
+                let res = req.send().await.expect("GET");
+                assert_eq!(res.status().as_u16(), 200);
+                res.json::<Value>().await.expect("json")
+            }
+        };
+        let http = get("/v1/conversations".to_string()).await;
+        let http_one = get(format!("/v1/conversations/{id}")).await;
+        let mcp = call_tool(
+            &client,
+            base,
+            Some(key.as_str()),
+            "list_conversations",
+            json!({}),
+        )
+        .await;
+        (http, http_one, mcp)
+    });
+    let http = by_id(http["data"].as_array().expect("data").clone());
+    let mcp = by_id(
+        mcp["structuredContent"]["conversations"]
+            .as_array()
+            .expect("conversations")
+            .clone(),
+    );
+    let cli = by_id(cli);
+    assert_eq!(cli.len(), 2, "{cli:?}");
+    let fields = |v: &Value| {
+        v.as_object()
+            .expect("object")
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(fields(&cli[0]), fields(&http[0]));
+    assert_eq!(fields(&cli[0]), fields(&mcp[0]));
+    assert_eq!(cli, http, "CLI and HTTP differ");
+    assert_eq!(cli, mcp, "CLI and MCP differ");
+    // Times are RFC 3339 everywhere.
+    assert!(
+        cli[0]["created_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z') && t.contains('T')),
+        "{}",
+        cli[0]
+    );
+
+    let mut shown = cli_shown;
+    let messages = shown
+        .as_object_mut()
+        .expect("object")
+        .remove("messages")
+        .expect("messages");
+    assert_eq!(messages.as_array().map(Vec::len), Some(2), "{messages}");
+    assert_eq!(
+        shown, http_one,
+        "`conversations show --json` and GET differ"
+    );
+}

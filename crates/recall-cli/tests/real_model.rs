@@ -635,7 +635,7 @@ fn the_real_model_compacts_and_answers_from_the_summary() {
         summary["from_seq"],
         summary["to_seq"],
         report["calls"],
-        summary["tokens"]["o200k"],
+        summary["tokens"],
         summary["text"].as_str().unwrap_or("")
     );
     assert_eq!(report["status"], "compacted");

@@ -6,6 +6,12 @@ use std::str::FromStr;
 
 use crate::tokens::Tokenizer;
 
+/// `summary_tokens` when a policy sets none.
+pub const DEFAULT_SUMMARY_TOKENS: u64 = 1_000;
+/// The smallest `summary_tokens` a policy may set: room for the summary section's frame and a
+/// few sentences.
+pub const MIN_SUMMARY_TOKENS: u64 = 128;
+
 /// How the window start moves when the history outgrows the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -64,6 +70,8 @@ impl<'de> serde::Deserialize<'de> for RecallScope {
 
 /// The limits and caps of one selection. `None` means no limit.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "utoipa", schema(as = AppliedPolicy))]
 pub struct Policy {
     pub max_turns: Option<usize>,
     pub max_chars: Option<u64>,
@@ -105,7 +113,7 @@ impl Default for Policy {
             recall_tokens: 0,
             recall_scope: RecallScope::Conversation,
             summarize: false,
-            summary_tokens: crate::summary::DEFAULT_SUMMARY_TOKENS,
+            summary_tokens: DEFAULT_SUMMARY_TOKENS,
         }
     }
 }
@@ -427,10 +435,10 @@ impl PolicyOverrides {
             }
         }
         if let Some(v) = self.summary_tokens {
-            if v.get() < crate::summary::MIN_SUMMARY_TOKENS {
+            if v.get() < MIN_SUMMARY_TOKENS {
                 return Err(InvalidPolicy(format!(
                     "summary_tokens must be at least {}, got {v}",
-                    crate::summary::MIN_SUMMARY_TOKENS
+                    MIN_SUMMARY_TOKENS
                 )));
             }
         }

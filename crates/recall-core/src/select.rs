@@ -68,6 +68,8 @@ pub struct Kept {
 
 /// What a selection reports (docs/FORMATS.md §4.5). Field order is the JSON order.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct Stats {
     pub included: usize,
     pub dropped: usize,

@@ -29,13 +29,11 @@ use crate::render::escape::push_quoted;
 pub const SUMMARY_OPEN: &str = "<conversation_summary>";
 /// The section's last line.
 pub const SUMMARY_CLOSE: &str = "</conversation_summary>";
-/// `summary_tokens` when a policy sets none.
-pub const DEFAULT_SUMMARY_TOKENS: u64 = 1_000;
+// Defined with the policy that checks them (policy.rs never reads this module).
+pub use crate::policy::{DEFAULT_SUMMARY_TOKENS, MIN_SUMMARY_TOKENS};
 /// What the section's frame (its tags and intro line) may take of `summary_tokens`: the
 /// summariser is asked for at most `summary_tokens` less this.
 pub const FRAME_ALLOWANCE: u64 = 64;
-/// The smallest `summary_tokens` a policy may set: room for the frame and a few sentences.
-pub const MIN_SUMMARY_TOKENS: u64 = 128;
 
 /// A summary as a context uses it: the range it stands for and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +101,7 @@ impl SummarySection {
 /// its tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct SummaryStats {
     pub from_seq: i64,
     pub to_seq: i64,

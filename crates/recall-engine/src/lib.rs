@@ -15,19 +15,21 @@
 //! ```
 
 mod backlog;
-mod branch;
 mod chat;
-mod compact;
-mod context_limit;
+mod context;
 mod error;
+mod forks;
 mod gateway;
 mod index;
 mod mirror;
 mod recall;
+mod redaction;
+mod summaries;
 mod task;
 mod transfer;
 mod turns;
 mod vectors;
+pub mod views;
 
 use std::sync::Arc;
 
@@ -37,13 +39,10 @@ use recall_core::parse::parse_message_value;
 use recall_store::{Appended, Conversation, NewConversation, NewMessage, Store};
 use serde_json::Value;
 
-pub use branch::{Alternative, Branched};
 pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_INTERVAL};
-pub use compact::{
-    CompactOptions, CompactProgress, CompactReport, CompactStatus, Progress, DEFAULT_LEASE,
-};
-pub use context_limit::prompt_bytes;
+pub use context::prompt_bytes;
 pub use error::EngineError;
+pub use forks::{Alternative, Branched};
 pub use gateway::{
     GatewayCall, GatewayEvent, GatewayMode, GatewayOutcome, GatewayRequest, MAX_WHOLE_REPLY_BYTES,
 };
@@ -51,6 +50,9 @@ pub use index::INDEX_BUDGET;
 pub use recall_embed as embed;
 pub use recall_llm as llm;
 pub use recall_store::{self as store, DEFAULT_TENANT};
+pub use summaries::{
+    CompactOptions, CompactProgress, CompactReport, CompactStatus, Progress, DEFAULT_LEASE,
+};
 pub use task::{TaskReport, MAX_SEARCH_LIMIT};
 pub use transfer::{ImportReport, ImportTarget};
 pub use vectors::EMBED_BATCH;
@@ -89,7 +91,7 @@ pub struct Engine {
     vectors: Option<vectors::Vectors>,
     /// The summariser run after chat turns, when one is configured
     /// ([`Engine::with_summarizer`]).
-    summarizer: Option<compact::Summarizer>,
+    summarizer: Option<summaries::Summarizer>,
     /// One gateway turn at a time per conversation ([`turns`]).
     turns: turns::TurnLocks,
     /// Recall's lexical index, caught up off the request path ([`index`]).

@@ -186,7 +186,6 @@ impl RecallMcp {
             .engine
             .context(&self.tenant, &a.conversation_id, &req)
             .await?;
-        let s = out.stats;
         Ok(ContextView {
             conversation_id: a.conversation_id,
             format: out.format,
@@ -194,19 +193,7 @@ impl RecallMcp {
                 Prompt::Text(t) => Value::String(t),
                 Prompt::Json(v) => v,
             },
-            stats: StatsView {
-                included: s.included,
-                dropped: s.dropped,
-                skipped: s.skipped,
-                trimmed: s.trimmed,
-                notice: s.notice,
-                turns: s.turns,
-                tokens: s.tokens,
-                chars: s.chars,
-                warnings: s.warnings,
-                recalled: s.recalled,
-                summary: s.summary,
-            },
+            stats: out.stats,
         })
     }
 
@@ -258,7 +245,7 @@ impl RecallMcp {
             .then(|| list.last().map(|c| c.id.clone()))
             .flatten();
         Ok(ConversationList {
-            conversations: list.into_iter().map(ConversationView::from).collect(),
+            conversations: list.iter().map(ConversationView::from).collect(),
             next_after,
         })
     }
@@ -279,7 +266,7 @@ impl RecallMcp {
                 },
             )
             .await?;
-        Ok(c.into())
+        Ok(ConversationView::from(&c))
     }
 
     async fn clear_conversation(&self, a: ClearConversationArgs) -> Result<Cleared, EngineError> {
@@ -303,15 +290,7 @@ impl RecallMcp {
             )
             .await?;
         Ok(SearchResults {
-            hits: hits
-                .into_iter()
-                .map(|h| SearchHitView {
-                    conversation_id: h.conversation_id,
-                    seq: h.seq,
-                    role: h.role,
-                    snippet: h.snippet,
-                })
-                .collect(),
+            hits: hits.into_iter().map(SearchHitView::from).collect(),
         })
     }
 }
@@ -325,13 +304,13 @@ impl RecallMcp {
             .engine
             .fork_conversation(&self.tenant, &a.conversation_id, a.at, a.title)
             .await?;
-        Ok(c.into())
+        Ok(ConversationView::from(&c))
     }
 
     async fn compact_conversation(
         &self,
         a: CompactConversationArgs,
-    ) -> Result<Compacted, EngineError> {
+    ) -> Result<CompactView, EngineError> {
         // The engine's summariser, else this server's chat backend.
         let (backend, model) = match (self.engine.summarizer(), &self.backend) {
             (Some((b, m)), _) => (b, a.model.or(m)),
@@ -360,18 +339,7 @@ impl RecallMcp {
                 CancellationToken::new(),
             )
             .await?;
-        Ok(Compacted {
-            conversation_id: a.conversation_id,
-            status: r.status,
-            summary: r.summary.map(|s| SummaryView {
-                version: s.version,
-                from_seq: s.from_seq,
-                to_seq: s.to_seq,
-                text: s.text,
-                tokens: s.tokens.o200k,
-            }),
-            calls: r.calls,
-        })
+        Ok(CompactView::new(&a.conversation_id, &r))
     }
 
     async fn retry_turn(&self, a: RetryTurnArgs) -> Result<RetryResult, EngineError> {
@@ -385,6 +353,7 @@ impl RecallMcp {
         let turn = ChatTurn {
             model: a.model,
             max_output_tokens: a.max_output_tokens,
+            overrides: a.policy,
             ..ChatTurn::default()
         };
         // A tool call runs to its end: nothing cancels it but the process going away.
@@ -562,7 +531,7 @@ pub fn tool_list() -> Result<Vec<Tool>, String> {
              ends the conversation unanswered (its reply failed) is answered in place.",
             writes(false),
         )?,
-        tool::<CompactConversationArgs, Compacted>(
+        tool::<CompactConversationArgs, CompactView>(
             "compact_conversation",
             "Summarise what a conversation's window has left behind: the summary in force plus \
              the messages between its end and the window start become the next summary \

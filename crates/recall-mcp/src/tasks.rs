@@ -55,7 +55,7 @@ fn task_view(r: TaskReport) -> TaskView {
     let t = r.stored.task;
     TaskView {
         task_id: r.stored.id,
-        created_at_ms: r.stored.created_at,
+        created_at: recall_core::time::format_rfc3339(r.stored.created_at),
         has_enhanced_context: t.has_enhanced_context(),
         conversation_messages_count: count,
         description: t.description,

@@ -4,6 +4,8 @@
 //! describe themselves to its OpenAPI document too.
 
 use recall_core::policy::{ConversationPolicy, Format, PolicyOverrides};
+// The views every interface shares (recall-engine), named here for the tools that return them.
+pub use recall_engine::views::{CompactView, ConversationView, SearchHitView};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -131,8 +133,8 @@ pub struct GetTaskArgs {
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct TaskView {
     pub task_id: String,
-    /// Milliseconds since the Unix epoch.
-    pub created_at_ms: i64,
+    /// RFC 3339, UTC.
+    pub created_at: String,
     pub description: String,
     pub priority: Priority,
     pub background_context: Option<String>,
@@ -169,27 +171,6 @@ pub struct GetContextArgs {
     pub policy: PolicyOverrides,
 }
 
-/// Selection statistics (docs/FORMATS.md §4.5).
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct StatsView {
-    pub included: usize,
-    pub dropped: usize,
-    pub skipped: usize,
-    pub trimmed: bool,
-    pub notice: Option<String>,
-    pub turns: usize,
-    pub tokens: u64,
-    pub chars: u64,
-    pub warnings: Vec<String>,
-    /// With `recall_tokens`: the recalled messages (seq, score) and whether the index was
-    /// complete.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recalled: Option<recall_core::recall::RecallStats>,
-    /// With `summarize`: the summary carried (the range it stands for, its tokens).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<recall_core::summary::SummaryStats>,
-}
-
 /// Arguments of `compact_conversation`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 // No `deny_unknown_fields` here: the flattened `PolicyOverrides` refuses what is not a policy
@@ -206,30 +187,6 @@ pub struct CompactConversationArgs {
     pub policy: PolicyOverrides,
 }
 
-/// A summary version.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SummaryView {
-    pub version: i64,
-    pub from_seq: i64,
-    pub to_seq: i64,
-    pub text: String,
-    /// Tokens (o200k) of its section.
-    pub tokens: u64,
-}
-
-/// Result of `compact_conversation`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Compacted {
-    pub conversation_id: String,
-    /// `compacted` or `up_to_date`.
-    #[schemars(with = "String")]
-    pub status: recall_engine::CompactStatus,
-    /// The newest summary (`null`: none yet).
-    pub summary: Option<SummaryView>,
-    /// Summariser calls made.
-    pub calls: u32,
-}
-
 /// Result of `get_context`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ContextView {
@@ -238,7 +195,7 @@ pub struct ContextView {
     /// The rendered prompt: a string for text formats, a request body object for
     /// `anthropic` and `openai`.
     pub prompt: Value,
-    pub stats: StatsView,
+    pub stats: recall_core::select::Stats,
 }
 
 /// A message role for `append_message`.
@@ -298,45 +255,6 @@ pub struct ListConversationsArgs {
     pub after: Option<String>,
 }
 
-/// A stored conversation.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ConversationView {
-    pub id: String,
-    pub title: Option<String>,
-    pub system_prompt: Option<String>,
-    pub metadata: Map<String, Value>,
-    /// Default context policy (an optional `format` and limits).
-    pub policy: Option<ConversationPolicy>,
-    pub created_at_ms: i64,
-    pub updated_at_ms: i64,
-    pub message_count: i64,
-    pub last_seq: i64,
-    /// Tokens (o200k) of the history.
-    pub tokens: i64,
-    /// Set on a fork: the conversation whose history it reads, up to `forked_at_seq`.
-    pub forked_from: Option<String>,
-    pub forked_at_seq: Option<i64>,
-}
-
-impl From<recall_engine::store::Conversation> for ConversationView {
-    fn from(c: recall_engine::store::Conversation) -> Self {
-        ConversationView {
-            id: c.id,
-            title: c.title,
-            system_prompt: c.system_prompt,
-            metadata: c.metadata,
-            policy: c.policy,
-            created_at_ms: c.created_at,
-            updated_at_ms: c.updated_at,
-            message_count: c.message_count,
-            last_seq: c.last_seq,
-            tokens: c.total_tokens,
-            forked_at_seq: c.forked_from.as_ref().map(|f| f.seq),
-            forked_from: c.forked_from.map(|f| f.conversation_id),
-        }
-    }
-}
-
 /// Result of `list_conversations`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ConversationList {
@@ -383,16 +301,6 @@ pub struct SearchHistoryArgs {
     pub limit: Option<u32>,
 }
 
-/// One message found.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SearchHitView {
-    pub conversation_id: String,
-    pub seq: i64,
-    pub role: String,
-    /// The matching passage; matched words are wrapped in `**`.
-    pub snippet: String,
-}
-
 /// Result of `search_history`, best matches first.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SearchResults {
@@ -413,7 +321,9 @@ pub struct ForkConversationArgs {
 
 /// Arguments of `retry_turn`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+// No `deny_unknown_fields` here: the flattened `PolicyOverrides` refuses what is not a policy
+// field.
+#[schemars(deny_unknown_fields)]
 pub struct RetryTurnArgs {
     pub conversation_id: String,
     /// The seq of the assistant reply to regenerate (or of an unanswered user message that
@@ -423,6 +333,9 @@ pub struct RetryTurnArgs {
     pub model: Option<String>,
     /// The most tokens the new reply may have (default 4096).
     pub max_output_tokens: Option<u32>,
+    /// The context's limits, as in `get_context` (`max_tokens` is the history budget).
+    #[serde(flatten)]
+    pub policy: PolicyOverrides,
 }
 
 /// Result of `retry_turn`.

@@ -12,7 +12,7 @@ use recall_engine::EngineError;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The tenant a request acts for, set by the auth layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,11 +29,6 @@ pub fn hash_key(key: &str) -> String {
         s.push_str(&format!("{b:02x}"));
     }
     s
-}
-
-/// True for 64 lower-case hex digits.
-pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A new random key: `rk_` and 256 bits from the operating system, hex.
@@ -161,6 +156,7 @@ fn presented_key(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::is_sha256_hex;
 
     #[test]
     fn hashes_are_sha256_hex() {

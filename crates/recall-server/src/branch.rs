@@ -15,8 +15,9 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Tenant;
 use crate::body::{parse_json, ApiQuery, ConversationId, RawBody};
 use crate::error::ApiError;
-use crate::views::{ConversationView, ErrorBody, MessageView, V1Errors};
-use crate::AppState;
+use crate::state::AppState;
+use crate::views::{ConversationView, ErrorBody, V1Errors};
+use recall_engine::views::{AlternativeView, SearchHitView};
 
 /// `POST …/fork`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -169,19 +170,9 @@ pub async fn redact(
     let (id, seq) = message_path(id, seq)?;
     state.engine().redact_message(&tenant, &id, seq).await?;
     if q.compact.unwrap_or(false) {
-        state.engine().compact().await?;
+        state.engine().vacuum().await?;
     }
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// One alternative of a message.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct AlternativeView {
-    /// The conversation to read or continue to follow this path.
-    pub conversation_id: String,
-    /// Whether this is the asked conversation's own path.
-    pub current: bool,
-    pub message: MessageView,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -205,14 +196,7 @@ pub async fn alternatives(
     let (id, seq) = message_path(id, seq)?;
     let alts = state.engine().alternatives(&tenant, &id, seq).await?;
     Ok(Json(AlternativeList {
-        data: alts
-            .iter()
-            .map(|a| AlternativeView {
-                conversation_id: a.conversation_id.clone(),
-                current: a.current,
-                message: MessageView::from(&a.message),
-            })
-            .collect(),
+        data: alts.iter().map(AlternativeView::from).collect(),
     }))
 }
 
@@ -225,16 +209,6 @@ pub struct SearchQuery {
     /// At most this many hits, 1 to 100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
-}
-
-/// One message found.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct SearchHitView {
-    pub conversation_id: String,
-    pub seq: i64,
-    pub role: String,
-    /// The matching passage; matched words are wrapped in `**`.
-    pub snippet: String,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -257,14 +231,6 @@ pub async fn search(
         .search_messages(&tenant, &q.q, q.limit.unwrap_or(20))
         .await?;
     Ok(Json(SearchResults {
-        data: hits
-            .into_iter()
-            .map(|h| SearchHitView {
-                conversation_id: h.conversation_id,
-                seq: h.seq,
-                role: h.role,
-                snippet: h.snippet,
-            })
-            .collect(),
+        data: hits.into_iter().map(SearchHitView::from).collect(),
     }))
 }

@@ -4,8 +4,6 @@
 //! goes away cancels it (the reply is then stored as `partial`) instead of dropping it.
 
 use std::convert::Infallible;
-use std::fmt;
-use std::sync::Arc;
 
 use axum::extract::ws::{
     close_code, CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade,
@@ -14,7 +12,8 @@ use axum::extract::{Extension, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use recall_engine::llm::{Backend, BackendEvent};
+use recall_core::policy::PolicyOverrides;
+use recall_engine::llm::BackendEvent;
 use recall_engine::{ChatTurn, EngineError, TurnEvent, TurnOutcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -25,116 +24,57 @@ use utoipa::ToSchema;
 use crate::auth::Tenant;
 use crate::body::{from_value, parse_json, ConversationId, RawBody};
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
-/// The chat backends a server offers, by name; the first is the default.
-#[derive(Clone, Default)]
-pub struct Backends {
-    list: Vec<(String, Arc<dyn Backend>)>,
-}
-
-impl fmt::Debug for Backends {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list()
-            .entries(self.list.iter().map(|(n, _)| n))
-            .finish()
-    }
-}
-
-impl Backends {
-    /// Adds a backend under `name` (the first added is the default).
-    pub fn with(mut self, name: impl Into<String>, backend: Arc<dyn Backend>) -> Backends {
-        self.list.push((name.into(), backend));
-        self
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    /// The default backend (the first), if any.
-    pub fn default_backend(&self) -> Option<Arc<dyn Backend>> {
-        self.list.first().map(|(_, b)| b.clone())
-    }
-
-    /// The backend named `name`, if this server has it.
-    pub fn get(&self, name: &str) -> Option<Arc<dyn Backend>> {
-        self.list
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, b)| b.clone())
-    }
-
-    /// The names, default first.
-    pub fn names(&self) -> Vec<&str> {
-        self.list.iter().map(|(n, _)| n.as_str()).collect()
-    }
-
-    pub(crate) fn pick(&self, name: Option<&str>) -> Result<(String, Arc<dyn Backend>), ApiError> {
-        let found = match name {
-            None => self.list.first(),
-            Some(n) => self.list.iter().find(|(k, _)| k == n),
-        };
-        match (found, name) {
-            (Some((n, b)), _) => Ok((n.clone(), b.clone())),
-            (None, None) => Err(ApiError::new(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                format!(
-                    "this server has no chat backend configured: restart `recall serve` with \
-                     one in its environment ({})",
-                    recall_engine::llm::discover::HOW_TO_CONFIGURE
-                ),
-            )),
-            (None, Some(n)) => Err(ApiError::invalid(format!(
-                "unknown backend '{n}' (this server has: {})",
-                self.names().join(", ")
-            ))),
-        }
-    }
-}
-
-/// `POST …/chat`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ChatBody {
-    /// The user's message: a string or content blocks.
-    #[schema(schema_with = crate::views::user_content)]
-    pub content: Value,
-    /// A backend name this server offers (default: its first).
-    pub backend: Option<String>,
-    pub model: Option<String>,
-    /// Client id of the user message (a repeat is a 409: the turn ran already).
-    pub id: Option<String>,
-    /// The most tokens the reply may have (default 4096). `max_tokens` is accepted as a
-    /// deprecated alias: in a context body `max_tokens` is the history budget, so the reply
-    /// limit has its own name.
-    #[serde(alias = "max_tokens")]
-    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
-    pub max_output_tokens: Option<u32>,
-}
-
-/// `POST …/retry`: regenerate the reply at `seq` on a fork made just before it, or answer the
-/// unanswered user message at `seq` in place.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetryBody {
-    /// The seq of the assistant reply to regenerate, or of the user message that ends the
-    /// conversation unanswered (its reply failed before any text).
-    #[schema(minimum = 1)]
-    pub seq: i64,
+/// What every chat body takes besides its message (`POST …/chat`, `…/retry`, `…/edit` and a
+/// WebSocket `user_message`): the backend, the model, the reply limit and the context policy.
+/// A field added here reaches all four.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+// No `deny_unknown_fields`: the flattened `PolicyOverrides` refuses what is not a policy field.
+pub struct TurnOptions {
     /// A backend name this server offers (default: its first).
     pub backend: Option<String>,
     pub model: Option<String>,
     /// The most tokens the reply may have (default 4096).
     #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     pub max_output_tokens: Option<u32>,
+    /// The context's limits over the backend format's defaults and the conversation's policy,
+    /// as in `POST …/context`: `max_tokens` is the history budget (it was the reply limit in
+    /// chat bodies before 2026-11-29; the reply limit is `max_output_tokens`).
+    #[serde(flatten)]
+    pub policy: PolicyOverrides,
+}
+
+/// `POST …/chat`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+// No `deny_unknown_fields`: see `TurnOptions`.
+pub struct ChatBody {
+    /// The user's message: a string or content blocks.
+    #[schema(schema_with = crate::views::user_content)]
+    pub content: Value,
+    /// Client id of the user message (a repeat is a 409: the turn ran already).
+    pub id: Option<String>,
+    #[serde(flatten)]
+    pub options: TurnOptions,
+}
+
+/// `POST …/retry`: regenerate the reply at `seq` on a fork made just before it, or answer the
+/// unanswered user message at `seq` in place.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+// No `deny_unknown_fields`: see `TurnOptions`.
+pub struct RetryBody {
+    /// The seq of the assistant reply to regenerate, or of the user message that ends the
+    /// conversation unanswered (its reply failed before any text).
+    #[schema(minimum = 1)]
+    pub seq: i64,
+    #[serde(flatten)]
+    pub options: TurnOptions,
 }
 
 /// `POST …/edit`: replace the user message at `seq` on a fork made just before it, and
 /// run a chat turn there.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+// No `deny_unknown_fields`: see `TurnOptions`.
 pub struct EditBody {
     /// The seq of the user message to replace.
     #[schema(minimum = 1)]
@@ -142,14 +82,10 @@ pub struct EditBody {
     /// The new message: a string or content blocks.
     #[schema(schema_with = crate::views::user_content)]
     pub content: Value,
-    /// A backend name this server offers (default: its first).
-    pub backend: Option<String>,
-    pub model: Option<String>,
     /// Client id of the new user message.
     pub id: Option<String>,
-    /// The most tokens the reply may have (default 4096).
-    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
-    pub max_output_tokens: Option<u32>,
+    #[serde(flatten)]
+    pub options: TurnOptions,
 }
 
 /// What a turn does: a plain chat turn, or a retry or an edit of the message at a seq (on a
@@ -206,14 +142,15 @@ async fn start_turn_of(
     body: ChatBody,
     kind: TurnKind,
 ) -> Result<(RunningTurn, Report), ApiError> {
-    let (name, backend) = state.inner.config.backends.pick(body.backend.as_deref())?;
-    let model = body.model.clone();
+    let o = body.options;
+    let (name, backend) = state.inner.config.backends.pick(o.backend.as_deref())?;
+    let model = o.model.clone();
     let turn = ChatTurn {
         content: body.content,
         client_id: body.id,
-        model: body.model,
-        max_output_tokens: body.max_output_tokens,
-        ..ChatTurn::default()
+        model: o.model,
+        max_output_tokens: o.max_output_tokens,
+        overrides: o.policy,
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
@@ -372,10 +309,8 @@ pub async fn retry_sse(
     let b: RetryBody = parse_json(&body)?;
     let chat = ChatBody {
         content: Value::Null,
-        backend: b.backend,
-        model: b.model,
         id: None,
-        max_output_tokens: b.max_output_tokens,
+        options: b.options,
     };
     let (turn, first) = start_turn_of(&state, tenant, id, chat, TurnKind::Retry(b.seq)).await?;
     Ok(Sse::new(sse_stream(turn, first))
@@ -402,10 +337,8 @@ pub async fn edit_sse(
     let b: EditBody = parse_json(&body)?;
     let chat = ChatBody {
         content: b.content,
-        backend: b.backend,
-        model: b.model,
         id: b.id,
-        max_output_tokens: b.max_output_tokens,
+        options: b.options,
     };
     let (turn, first) = start_turn_of(&state, tenant, id, chat, TurnKind::Edit(b.seq)).await?;
     Ok(Sse::new(sse_stream(turn, first))

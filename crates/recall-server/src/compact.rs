@@ -1,20 +1,20 @@
 //! `POST /v1/conversations/{id}/compact` and the summary a conversation's view shows: one
-//! engine call each (`Engine::compact_conversation`, `Engine::summaries`).
+//! engine call (`Engine::compact_conversation`).
 
 use axum::extract::{Extension, State};
 use axum::Json;
 use recall_core::policy::{Format, PolicyOverrides};
-use recall_engine::store::StoredSummary;
-use recall_engine::{CompactOptions, CompactReport, CompactStatus};
-use serde::{Deserialize, Serialize};
+use recall_engine::views::CompactView;
+use recall_engine::CompactOptions;
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
 use crate::auth::Tenant;
 use crate::body::{ConversationId, RawBody};
 use crate::error::ApiError;
-use crate::views::{rfc3339, ErrorBody, V1Errors};
-use crate::AppState;
+use crate::state::AppState;
+use crate::views::{ErrorBody, V1Errors};
 
 /// `POST …/compact`: which backend summarises (default: the server's summariser, else its
 /// first chat backend), its model, and the window to summarise up to (the format and limits
@@ -33,62 +33,6 @@ pub struct CompactBody {
     pub policy: PolicyOverrides,
 }
 
-/// A stored summary version.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct SummaryView {
-    pub version: i64,
-    /// The messages it stands for: `from_seq` through `to_seq`.
-    pub from_seq: i64,
-    pub to_seq: i64,
-    pub text: String,
-    /// Tokens (o200k) of its section as a context carries it.
-    pub tokens: u64,
-    pub backend: String,
-    pub model: String,
-    pub created_at: String,
-}
-
-impl From<&StoredSummary> for SummaryView {
-    fn from(s: &StoredSummary) -> Self {
-        SummaryView {
-            version: s.version,
-            from_seq: s.from_seq,
-            to_seq: s.to_seq,
-            text: s.text.clone(),
-            tokens: s.tokens.o200k,
-            backend: s.backend.clone(),
-            model: s.model.clone(),
-            created_at: rfc3339(s.created_at),
-        }
-    }
-}
-
-/// What a compaction did.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct CompactResponse {
-    /// `compacted` (new versions committed) or `up_to_date`.
-    #[schema(value_type = String, example = "compacted")]
-    pub status: CompactStatus,
-    /// The newest summary (`null`: none yet).
-    pub summary: Option<SummaryView>,
-    /// Summariser calls made (one version committed per call).
-    pub calls: u32,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
-
-impl From<&CompactReport> for CompactResponse {
-    fn from(r: &CompactReport) -> Self {
-        CompactResponse {
-            status: r.status,
-            summary: r.summary.as_ref().map(SummaryView::from),
-            calls: r.calls,
-            input_tokens: r.input_tokens,
-            output_tokens: r.output_tokens,
-        }
-    }
-}
-
 /// Summarise what the window has left behind: the summary in force plus the messages between
 /// its end and the window start become the next version (docs/FORMAT-DECISIONS.md,
 /// "Summaries"). 409 while another summariser works on the conversation; 502 when the
@@ -97,7 +41,7 @@ impl From<&CompactReport> for CompactResponse {
 #[utoipa::path(post, path = "/v1/conversations/{id}/compact", tag = "conversations",
     params(("id" = String, Path, description = "The conversation id")),
     request_body = Option<CompactBody>,
-    responses((status = 200, body = CompactResponse), (status = 404, body = ErrorBody),
+    responses((status = 200, body = CompactView), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 502, body = ErrorBody),
         (status = 503, body = ErrorBody), V1Errors),
     security(("bearer" = [])))]
@@ -106,7 +50,7 @@ pub async fn compact(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
     RawBody(body): RawBody,
-) -> Result<Json<CompactResponse>, ApiError> {
+) -> Result<Json<CompactView>, ApiError> {
     let b: CompactBody = crate::routes::optional_json(&body)?;
     // The named backend, else the engine's summariser (`recall serve` makes its first chat
     // backend the summariser), else the server's first chat backend.
@@ -127,11 +71,12 @@ pub async fn compact(
     // Run to completion in a task of its own: a client that goes away does not cut a
     // summariser call short (its commit is what the call was for).
     let engine = state.engine().clone();
+    let conversation = id.clone();
     let report = tokio::spawn(async move {
         engine
             .compact_conversation(
                 &tenant,
-                &id,
+                &conversation,
                 backend.as_ref(),
                 &opts,
                 CancellationToken::new(),
@@ -141,5 +86,5 @@ pub async fn compact(
     .await
     .map_err(|_| ApiError::internal())??;
     tracing::info!(backend = %name, calls = report.calls, "compacted");
-    Ok(Json(CompactResponse::from(&report)))
+    Ok(Json(CompactView::new(&id, &report)))
 }

@@ -237,7 +237,7 @@ impl FileConfig {
                         "keys[{i}]: a key must be at least 16 characters"
                     )))
                 }
-                (None, Some(h)) if crate::auth::is_sha256_hex(h) => {}
+                (None, Some(h)) if is_sha256_hex(h) => {}
                 (None, Some(_)) => {
                     return Err(ConfigError::Invalid(format!(
                         "keys[{i}]: sha256 must be 64 lower-case hex digits"
@@ -254,6 +254,11 @@ impl FileConfig {
     }
 }
 
+/// True for 64 lower-case hex digits (a key's SHA-256 as `recall keys` prints it).
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// Everything the server needs besides the engine.
 #[derive(Debug, Clone, Default)]
 pub struct ServerConfig {
@@ -265,9 +270,9 @@ pub struct ServerConfig {
     /// loopback address.
     pub no_auth: bool,
     /// Chat backends by name (none: the chat routes answer 503).
-    pub backends: crate::chat::Backends,
+    pub backends: crate::upstreams::Backends,
     /// The gateway's upstreams (none: its routes answer 503) and new conversations' policy.
-    pub gateway: crate::gateway::Gateway,
+    pub gateway: crate::upstreams::Gateway,
     /// Serve the web app's files from this folder, read at each request, instead of the
     /// copy embedded in the binary (for working on the page; `RECALL_WEB_DIR` in the CLI).
     pub web_dir: Option<std::path::PathBuf>,
@@ -281,8 +286,8 @@ impl ServerConfig {
             rate_limit: cfg.rate_limit,
             keys: cfg.keys.clone(),
             no_auth: false,
-            backends: crate::chat::Backends::default(),
-            gateway: crate::gateway::Gateway::new(),
+            backends: crate::upstreams::Backends::default(),
+            gateway: crate::upstreams::Gateway::new(),
             web_dir: None,
         }
     }

@@ -5,7 +5,6 @@
 //! reads the HTTP request, runs the forwarding in a task of its own (so a client going away
 //! leaves a `partial` reply, not a dropped one) and writes errors in each provider's shape.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
@@ -15,8 +14,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use recall_core::gateway::Provider;
-use recall_core::policy::{Count, PolicyOverrides, TrimMode};
-use recall_engine::llm::proxy::Upstream;
 use recall_engine::llm::Usage;
 use recall_engine::{GatewayEvent, GatewayRequest};
 use serde_json::{json, Value};
@@ -26,7 +23,7 @@ use crate::auth::Tenant;
 use crate::body::RawBody;
 use crate::error::ApiError;
 use crate::metrics::GatewayFigures;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The request header naming the conversation (`new`, or absent, creates one); the response
 /// carries the conversation's id in it.
@@ -39,60 +36,6 @@ pub const MODE_HEADER: HeaderName = HeaderName::from_static("x-recall-mode");
 /// `Server-Timing: recall;dur=MS`: recall's own time on the request before forwarding it
 /// (reading, storing, building the context), in milliseconds.
 pub const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
-
-/// The providers a server forwards to, and the policy of the conversations it creates.
-#[derive(Clone)]
-pub struct Gateway {
-    pub anthropic: Option<Arc<Upstream>>,
-    pub openai: Option<Arc<Upstream>>,
-    /// The context policy of a conversation the gateway creates (default: a stable window of
-    /// 100,000 tokens).
-    pub policy: PolicyOverrides,
-}
-
-impl std::fmt::Debug for Gateway {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gateway")
-            .field("anthropic", &self.anthropic.is_some())
-            .field("openai", &self.openai.is_some())
-            .field("policy", &self.policy)
-            .finish()
-    }
-}
-
-impl Default for Gateway {
-    fn default() -> Self {
-        Gateway::new()
-    }
-}
-
-impl Gateway {
-    /// No upstream, and the default policy for new conversations.
-    pub fn new() -> Gateway {
-        Gateway {
-            anthropic: None,
-            openai: None,
-            policy: default_policy(),
-        }
-    }
-
-    fn upstream(&self, p: Provider) -> Option<&Arc<Upstream>> {
-        match p {
-            Provider::Anthropic => self.anthropic.as_ref(),
-            Provider::OpenAi => self.openai.as_ref(),
-        }
-    }
-}
-
-/// A stable window of 100,000 tokens: a long chat never grows past what the models take,
-/// and the window's start moves seldom, so the providers' prompt caches keep hitting.
-pub fn default_policy() -> PolicyOverrides {
-    PolicyOverrides {
-        max_tokens: Some(Count::from(100_000u32)),
-        trim: Some(TrimMode::Stable),
-        ..Default::default()
-    }
-}
 
 /// `POST /anthropic/v1/messages`.
 pub async fn anthropic(

@@ -26,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::body::BodyLimit;
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The address a connection came in on (set by the server's connection loop), from which
 /// the server's own origin is known.

@@ -33,13 +33,14 @@ mod ops;
 mod pages;
 pub mod rate;
 mod routes;
+mod state;
 mod tasks;
+pub mod upstreams;
 pub mod views;
 pub mod web;
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
@@ -55,9 +56,10 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 pub use auth::{create_key, hash_key, Auth, Tenant};
-pub use chat::Backends;
 pub use config::{ConfigError, ConfigKey, FileConfig, HttpLimits, RateLimit, ServerConfig};
 pub use error::ApiError;
+pub use state::AppState;
+pub use upstreams::{default_policy, Backends, Gateway};
 
 /// The request id header, taken from the client when it sends a sane one.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -65,44 +67,6 @@ pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// A request's id (also in its log span and the `x-request-id` response header).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestId(pub String);
-
-/// Shared by every handler.
-#[derive(Clone)]
-pub struct AppState {
-    pub(crate) inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub(crate) engine: Engine,
-    pub(crate) auth: Auth,
-    pub(crate) config: ServerConfig,
-    pub(crate) metrics: metrics::Metrics,
-    pub(crate) rate: rate::RateLimiter,
-}
-
-impl AppState {
-    /// State for `engine` under `config` (keys from the config, then the database).
-    pub fn new(engine: Engine, config: ServerConfig) -> AppState {
-        let auth = if config.no_auth {
-            Auth::Disabled
-        } else {
-            Auth::from_config(&config.keys)
-        };
-        AppState {
-            inner: Arc::new(Inner {
-                engine,
-                auth,
-                rate: rate::RateLimiter::new(config.rate_limit),
-                config,
-                metrics: metrics::Metrics::default(),
-            }),
-        }
-    }
-
-    pub fn engine(&self) -> &Engine {
-        &self.inner.engine
-    }
-}
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

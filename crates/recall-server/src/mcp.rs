@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::auth::Tenant;
 use crate::body::read_body;
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// Longest part of rmcp's explanation quoted in an invalid-request answer.
 const MAX_DETAIL: usize = 300;

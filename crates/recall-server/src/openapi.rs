@@ -38,15 +38,15 @@ use crate::views::*;
         ConversationView, CreateConversation, ConversationPage, MessageView, MessagePage,
         AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, WindowView, ErrorBody,
         ErrorDetail, crate::chat::ChatBody, AppendBody, ForkPointView, crate::chat::RetryBody,
-        crate::chat::EditBody, crate::branch::ForkBody, crate::branch::ForkList,
-        crate::branch::UpdateConversation, crate::branch::AlternativeView,
-        crate::branch::AlternativeList, crate::branch::SearchHitView,
+        crate::chat::EditBody, crate::chat::TurnOptions, crate::branch::ForkBody, crate::branch::ForkList,
+        crate::branch::UpdateConversation, recall_engine::views::AlternativeView,
+        crate::branch::AlternativeList, recall_engine::views::SearchHitView,
         crate::branch::SearchResults, recall_mcp::tools::CreateTaskArgs,
         recall_mcp::tools::TaskCreated, recall_mcp::tools::TaskView,
         recall_mcp::tools::TaskMessageView, recall_mcp::tools::HistoryEntry,
         recall_mcp::tools::HistoryRole, recall_mcp::tools::Priority,
-        crate::compact::CompactBody, crate::compact::CompactResponse,
-        crate::compact::SummaryView
+        crate::compact::CompactBody, recall_engine::views::CompactView,
+        recall_engine::views::SummaryView
     )),
     modifiers(&BearerAuth)
 )]

@@ -11,7 +11,7 @@ use serde_json::json;
 use utoipa::OpenApi;
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The process is up.
 #[utoipa::path(get, path = "/healthz", tag = "operations",

@@ -16,8 +16,8 @@ use serde_json::Value;
 use crate::auth::Tenant;
 use crate::body::{parse_json, ApiJson, ApiQuery, ConversationId, RawBody};
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::views::*;
-use crate::AppState;
 
 /// Most items in one page.
 const MAX_PAGE: u32 = 1000;
@@ -125,11 +125,7 @@ pub async fn get_conversation(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
 ) -> Result<Json<ConversationView>, ApiError> {
-    let c = state.engine().get_conversation(&tenant, &id).await?;
-    let summary = state.engine().summaries(&tenant, &id, 1).await?;
-    let mut view = ConversationView::from(&c);
-    view.summary = summary.first().map(crate::compact::SummaryView::from);
-    Ok(Json(view))
+    Ok(Json(state.engine().conversation_view(&tenant, &id).await?))
 }
 
 /// Delete a conversation and its messages.
@@ -482,7 +478,11 @@ mod tests {
     /// The hand-written body is byte for byte what serde writes for [`ContextResponse`].
     #[test]
     fn context_json_is_the_context_response() {
-        let stats = json!({"included": 2, "notice": null, "warnings": ["a \"b\"\n"]});
+        let stats = recall_core::select::Stats {
+            included: 2,
+            warnings: vec!["a \"b\"\n".into()],
+            ..Default::default()
+        };
         for (format, prompt) in [
             (
                 "transcript",
@@ -493,7 +493,10 @@ mod tests {
                 Prompt::Json(json!({"messages": [{"role": "user", "content": "x\ty"}]})),
             ),
         ] {
-            let policy = json!({"max_tokens": 8000, "trim": "sliding"});
+            let policy = recall_core::policy::Policy {
+                max_tokens: Some(8000),
+                ..Default::default()
+            };
             for window in [
                 None,
                 Some(WindowView {

@@ -10,8 +10,8 @@ use recall_mcp::tools::{CreateTaskArgs, TaskCreated, TaskView};
 use crate::auth::Tenant;
 use crate::body::{parse_json, RawBody};
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::views::{ErrorBody, V1Errors};
-use crate::AppState;
 
 /// Hand work to a sub-agent: validate a task and the conversation that led to it, store it,
 /// and return its brief. Invalid history entries are skipped with a warning

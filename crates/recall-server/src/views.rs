@@ -2,87 +2,10 @@
 //! them).
 
 use recall_core::policy::{ConversationPolicy, Format, PolicyOverrides};
-use recall_engine::store::{Conversation, StoredMessage};
+pub use recall_engine::views::{ConversationView, ForkPointView, MessageView};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
-
-/// `2026-11-21T23:45:10Z` for `ms` milliseconds since the Unix epoch.
-pub fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// A conversation.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct ConversationView {
-    pub id: String,
-    pub title: Option<String>,
-    pub system_prompt: Option<String>,
-    #[schema(value_type = Object)]
-    pub metadata: Map<String, Value>,
-    /// Default context policy: an optional `format` and limits.
-    pub policy: Option<ConversationPolicy>,
-    pub created_at: String,
-    pub updated_at: String,
-    pub message_count: i64,
-    /// The highest seq ever assigned (clearing does not reset it).
-    pub last_seq: i64,
-    /// Tokens (o200k) of the history.
-    pub tokens: i64,
-    /// Set on a fork: the conversation and seq its history is read from, up to that seq.
-    pub forked_from: Option<ForkPointView>,
-    /// The newest summary of what the window left behind (`GET` of one conversation only;
-    /// absent when there is none).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<crate::compact::SummaryView>,
-}
-
-/// Where a fork was made.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct ForkPointView {
-    pub conversation_id: String,
-    pub seq: i64,
-}
-
-impl From<&Conversation> for ConversationView {
-    fn from(c: &Conversation) -> Self {
-        ConversationView {
-            id: c.id.clone(),
-            title: c.title.clone(),
-            system_prompt: c.system_prompt.clone(),
-            metadata: c.metadata.clone(),
-            policy: c.policy.clone(),
-            created_at: rfc3339(c.created_at),
-            updated_at: rfc3339(c.updated_at),
-            message_count: c.message_count,
-            last_seq: c.last_seq,
-            tokens: c.total_tokens,
-            summary: None,
-            forked_from: c.forked_from.as_ref().map(|f| ForkPointView {
-                conversation_id: f.conversation_id.clone(),
-                seq: f.seq,
-            }),
-        }
-    }
-}
 
 /// `POST /v1/conversations`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -135,32 +58,6 @@ pub struct MessagesQuery {
     /// Page size, 1 to 1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
-}
-
-/// A stored message.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct MessageView {
-    pub seq: i64,
-    /// `complete`, `partial` for an interrupted streamed reply, or `redacted`.
-    pub status: String,
-    pub created_at: String,
-    /// Tokens (o200k).
-    pub tokens: i64,
-    /// The message (Anthropic shape, with its client `id` and `metadata`).
-    #[schema(value_type = Object)]
-    pub message: Value,
-}
-
-impl From<&StoredMessage> for MessageView {
-    fn from(m: &StoredMessage) -> Self {
-        MessageView {
-            seq: m.seq,
-            status: m.status.as_str().to_string(),
-            created_at: rfc3339(m.created_at),
-            tokens: m.figures.tokens_o200k,
-            message: m.message.to_json(),
-        }
-    }
 }
 
 /// A page of messages: at most `limit` messages and at most `max_page_bytes` of their JSON
@@ -358,15 +255,13 @@ pub struct ContextResponse {
     #[schema(schema_with = string_or_object)]
     pub prompt: Value,
     /// Selection stats (docs/FORMATS.md §4.5).
-    #[schema(value_type = Object)]
-    pub stats: Value,
+    pub stats: recall_core::select::Stats,
     /// The seqs of the oldest and newest stored messages in the window (a `current` message
     /// given with the request is not stored, so not counted); null when the window holds none.
     pub window: Option<WindowView>,
     /// The limits that were applied: the format's defaults, then the conversation's policy,
     /// then the request's (so `max_tokens` is the budget the stats count against).
-    #[schema(value_type = Object)]
-    pub policy: Value,
+    pub policy: recall_core::policy::Policy,
 }
 
 /// The stored messages a context's window holds: every seq from `first_seq` to `last_seq`.
@@ -452,16 +347,4 @@ pub struct ErrorDetail {
     #[serde(rename = "type")]
     pub kind: String,
     pub message: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rfc3339;
-
-    #[test]
-    fn known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1795304710123), "2026-11-21T23:45:10Z");
-    }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use recall_core::policy::ConversationPolicy;
 use recall_engine::store::ConversationUpdate;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::cli::{AlternativesArgs, ForkArgs, IdArgs, RedactArgs, UpdateArgs};
 use crate::commands::store_cmds::{conversation_json, engine_err, open};
@@ -32,7 +32,7 @@ pub async fn redact(a: RedactArgs) -> anyhow::Result<ExitCode> {
         .await
         .map_err(engine_err)?;
     if !a.no_compact {
-        engine.compact().await.map_err(engine_err)?;
+        engine.vacuum().await.map_err(engine_err)?;
     }
     println!("Message {} of {} redacted", a.seq, a.id);
     Ok(ExitCode::SUCCESS)
@@ -46,14 +46,10 @@ pub async fn alternatives(a: AlternativesArgs) -> anyhow::Result<ExitCode> {
         .map_err(engine_err)?;
     for alt in &alts {
         if a.json {
-            let v = json!({
-                "conversation_id": alt.conversation_id,
-                "current": alt.current,
-                "seq": alt.message.seq,
-                "status": alt.message.status,
-                "message": alt.message.message.to_json(),
-            });
-            println!("{v}");
+            println!(
+                "{}",
+                serde_json::to_string(&recall_engine::views::AlternativeView::from(alt))?
+            );
         } else {
             let text = recall_core::extract::measured_text(&alt.message.message);
             let mark = if alt.current { '*' } else { ' ' };

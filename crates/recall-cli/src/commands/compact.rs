@@ -41,7 +41,10 @@ pub async fn run(a: CompactArgs) -> anyhow::Result<ExitCode> {
     on_ctrl_c.abort();
     let r = r.map_err(engine_err)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&recall_engine::views::CompactView::new(&a.id, &r))?
+        );
     } else {
         println!("{}", describe(&r));
     }

@@ -12,7 +12,7 @@ use crate::cli::{KeysCommand, ServeArgs};
 use crate::commands::store_cmds::engine_err;
 use crate::db;
 use crate::exit::bad_input;
-use crate::time::rfc3339;
+use recall_core::time::format_rfc3339 as rfc3339;
 
 /// Logging for the server: one line per event on stderr, text or JSON, `RUST_LOG` filters.
 fn init_logging(format: &str) -> anyhow::Result<()> {
@@ -287,12 +287,12 @@ pub(crate) fn backends_from_env() -> anyhow::Result<Backends> {
 
 /// The gateway's upstreams from the same discovery: the Anthropic API when configured, and
 /// the first OpenAI-compatible server (`OPENAI_BASE_URL`, else the local model).
-pub(crate) fn gateway_from_env() -> anyhow::Result<recall_server::gateway::Gateway> {
+pub(crate) fn gateway_from_env() -> anyhow::Result<recall_server::Gateway> {
     use recall_core::gateway::Provider;
     use recall_engine::llm::discover::{discover, process_env, DiscoverOptions};
     use recall_engine::llm::proxy::Upstream;
     use recall_engine::llm::BackendConfig;
-    let mut gateway = recall_server::gateway::Gateway::new();
+    let mut gateway = recall_server::Gateway::new();
     for d in discover(&process_env, &DiscoverOptions::default()) {
         let (provider, config) = match &d.config {
             BackendConfig::Anthropic(c) if gateway.anthropic.is_none() => (Provider::Anthropic, c),

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use recall_core::context::ContextRequest;
 use recall_core::policy::ConversationPolicy;
 use recall_engine::store::{Conversation, NewConversation, StoreError};
+use recall_engine::views::{ConversationView, MessageView};
 use recall_engine::{Engine, EngineError, ImportTarget, Limits};
 use serde_json::{json, Value};
 
@@ -17,7 +18,7 @@ use crate::cli::{
 use crate::db;
 use crate::exit::bad_input;
 use crate::input::{read_text, Source};
-use crate::time::rfc3339;
+use recall_core::time::format_rfc3339 as rfc3339;
 
 /// Maps an engine error to the CLI's exit statuses: the caller's fault (bad input, unknown
 /// id) is status 2.
@@ -47,20 +48,9 @@ pub(crate) async fn open(store: &StoreArgs) -> anyhow::Result<Engine> {
     .await
 }
 
-pub(crate) fn conversation_json(c: &Conversation) -> Value {
-    json!({
-        "id": c.id,
-        "title": c.title,
-        "system_prompt": c.system_prompt,
-        "metadata": c.metadata,
-        "policy": c.policy,
-        "created_at": rfc3339(c.created_at),
-        "updated_at": rfc3339(c.updated_at),
-        "message_count": c.message_count,
-        "last_seq": c.last_seq,
-        "tokens": c.total_tokens,
-        "forked_from": c.forked_from,
-    })
+/// A conversation as `--json` prints it: the view every interface shares.
+pub(crate) fn conversation_json(c: &Conversation) -> ConversationView {
+    ConversationView::from(c)
 }
 
 pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode> {
@@ -101,7 +91,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
             let mut out = std::io::stdout().lock();
             if a.json {
                 for c in &list {
-                    writeln!(out, "{}", conversation_json(c))?;
+                    writeln!(out, "{}", serde_json::to_string(&conversation_json(c))?)?;
                 }
             } else if list.is_empty() {
                 eprintln!("No conversations yet. Create one with `recall conversations new` or `recall import FILE`.");
@@ -147,21 +137,16 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
                 .await
                 .map_err(|e| engine_err(e.into()))?;
             if a.json {
-                let messages: Vec<Value> = msgs
-                    .iter()
-                    .map(|m| {
-                        json!({
-                            "seq": m.seq,
-                            "status": m.status,
-                            "created_at": rfc3339(m.created_at),
-                            "tokens": m.figures.tokens_o200k,
-                            "message": m.message.to_json(),
-                        })
-                    })
-                    .collect();
-                let mut v = conversation_json(&c);
-                v["messages"] = Value::Array(messages);
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                // The conversation as HTTP's `GET` shows it, then its newest messages.
+                let mut shown = serde_json::to_value(
+                    engine
+                        .conversation_view(&a.store.tenant, &a.id)
+                        .await
+                        .map_err(engine_err)?,
+                )?;
+                let messages: Vec<MessageView> = msgs.iter().map(MessageView::from).collect();
+                shown["messages"] = serde_json::to_value(messages)?;
+                println!("{}", serde_json::to_string_pretty(&shown)?);
             } else {
                 println!("id:        {}", c.id);
                 if let Some(t) = &c.title {

@@ -200,6 +200,7 @@ pub struct RecalledMessage {
 /// Which ranking chose the recalled messages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Ranking {
     /// BM25 over the messages' documents only (no embedder, or `RECALL_EMBED=off`).
@@ -213,6 +214,7 @@ pub enum Ranking {
 /// What a context reports about recall (`stats.recalled`).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct RecallStats {
     /// `recall_tokens`.
     pub budget: u64,
@@ -232,6 +234,7 @@ pub struct RecallStats {
 /// One recalled message in the stats.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 pub struct RecalledRef {
     /// Set in `tenant` scope.
     #[serde(skip_serializing_if = "Option::is_none")]

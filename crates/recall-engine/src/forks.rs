@@ -1,11 +1,10 @@
 //! Branching a conversation: forks (the store's, O(1)), retry and edit on top of them (a fork
-//! before the message and a chat turn on the fork; the old path stays), the alternatives of a
-//! message (the other paths at the same point), redaction and changing a conversation's
-//! settings.
+//! before the message and a chat turn on the fork; the old path stays), and the alternatives
+//! of a message (the other paths at the same point).
 
 use recall_core::message::Role;
 use recall_llm::Backend;
-use recall_store::{Conversation, ConversationUpdate, NewFork, StoreError, StoredMessage};
+use recall_store::{Conversation, NewFork, StoreError, StoredMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::{ChatTurn, TurnEvent, TurnOutcome};
@@ -56,35 +55,6 @@ impl Engine {
     /// The direct forks of a conversation.
     pub async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, EngineError> {
         Ok(self.store.forks(tenant, id).await?)
-    }
-
-    /// Redacts message `seq` (see `Store::redact_message`).
-    pub async fn redact_message(
-        &self,
-        tenant: &str,
-        id: &str,
-        seq: i64,
-    ) -> Result<(), EngineError> {
-        Ok(self.store.redact_message(tenant, id, seq).await?)
-    }
-
-    /// Overwrites removed data in the database files (see `Store::compact`).
-    pub async fn compact(&self) -> Result<(), EngineError> {
-        Ok(self.store.compact().await?)
-    }
-
-    /// Changes a conversation's settings; a new default policy must be valid.
-    pub async fn update_conversation(
-        &self,
-        tenant: &str,
-        id: &str,
-        update: ConversationUpdate,
-    ) -> Result<Conversation, EngineError> {
-        if let Some(Some(p)) = &update.policy {
-            p.validate()
-                .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
-        }
-        Ok(self.store.update_conversation(tenant, id, update).await?)
     }
 
     /// Message `seq` of conversation `id`'s history.
