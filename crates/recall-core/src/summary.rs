@@ -373,6 +373,124 @@ pub fn compaction_chunks(items: &[(i64, u64)], budget: u64) -> Vec<i64> {
     ends
 }
 
+/// The names in `text` a summary must keep: words that start with a capital letter inside a
+/// sentence (not its first word, where any word is capitalised), of letters (and `'` or `-`),
+/// at least two letters long, other than the pronoun `I` and its contractions. "My sister
+/// Ingrid adopted a greyhound called Biscuit" names Ingrid and Biscuit; "Day 41: I painted
+/// the fence" names nothing.
+///
+/// ```
+/// use recall_core::summary::names_in;
+/// assert_eq!(names_in("Long day. My sister Ingrid adopted Biscuit, a greyhound."), ["Ingrid", "Biscuit"]);
+/// assert!(names_in("Day 41: I painted the fence. Noted.").is_empty());
+/// ```
+pub fn names_in(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    for sentence in sentences(text) {
+        for word in sentence.split_whitespace().skip(1) {
+            let w = word.trim_matches(|c: char| !c.is_alphanumeric());
+            let w = w.strip_suffix("'s").unwrap_or(w);
+            let mut chars = w.chars();
+            let first_upper = chars.next().is_some_and(char::is_uppercase);
+            let letters = w.chars().filter(|c| c.is_alphabetic()).count();
+            let shape = w.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '-');
+            let pronoun = w == "I" || w.starts_with("I'");
+            if first_upper && letters >= 2 && shape && !pronoun && !names.contains(&w) {
+                names.push(w);
+            }
+        }
+    }
+    names
+}
+
+/// `text` cut into sentences: after `.`, `!`, `?` or `:` followed by white space, and at line
+/// breaks (a bullet line is a sentence).
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim().trim_start_matches("- ");
+        let mut start = 0;
+        let b = line.as_bytes();
+        for (i, c) in line.char_indices() {
+            if matches!(c, '.' | '!' | '?' | ':') && b.get(i + 1).is_some_and(u8::is_ascii_whitespace)
+            {
+                out.push(line[start..=i].trim());
+                start = i + 1;
+            }
+        }
+        out.push(line[start..].trim());
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// True when `text` holds `name` as a whole word.
+fn holds_word(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + name.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// A summariser's answer with every name kept: a small model asked to summarise may write
+/// "helped her sister set up a dog bed" and drop the dog's name. Each name of the summary so
+/// far (`previous`) or of the new messages that the answer lacks brings back, at the top of
+/// the answer, the line of the previous summary or the sentence of the message it was in
+/// (`- (user, message 3) My sister Ingrid adopted a greyhound called Biscuit.`), each source
+/// once and in order. So what a summary once named it names in every later version, and a
+/// budget that must cut, cuts the model's own newest lines first ([`cut_to_fit`] keeps lines
+/// from the top). An empty answer stays empty: a refusal is not made a summary.
+///
+/// ```
+/// use recall_core::message::{Message, Role};
+/// use recall_core::recall::RecallCandidate;
+/// use recall_core::summary::keep_names;
+/// let m = RecallCandidate { conversation_id: None, seq: 3, message: Message::text(Role::User, "Long day. My sister Ingrid adopted a greyhound called Biscuit."), at: None };
+/// let kept = keep_names("- The user's sister Ingrid got a dog.", None, &[m]);
+/// assert_eq!(kept, "- (user, message 3) My sister Ingrid adopted a greyhound called Biscuit.\n- The user's sister Ingrid got a dog.");
+/// ```
+pub fn keep_names(
+    answer: &str,
+    previous: Option<&Summary>,
+    messages: &[RecallCandidate],
+) -> String {
+    let answer = answer.trim();
+    if answer.is_empty() {
+        return String::new();
+    }
+    let mut kept: Vec<String> = Vec::new();
+    let mut keep = |line: String| {
+        if !kept.contains(&line) && !answer.lines().any(|l| l.trim() == line) {
+            kept.push(line);
+        }
+    };
+    if let Some(p) = previous {
+        for line in p.text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if names_in(line).iter().any(|n| !holds_word(answer, n)) {
+                keep(line.to_string());
+            }
+        }
+    }
+    for c in messages {
+        let text = crate::recall::excerpt_text(&c.message);
+        for sentence in sentences(&text) {
+            if names_in(sentence).iter().any(|n| !holds_word(answer, n)) {
+                keep(format!(
+                    "- ({}, message {}) {sentence}",
+                    c.message.role.as_str(),
+                    c.seq
+                ));
+            }
+        }
+    }
+    if kept.is_empty() {
+        return answer.to_string();
+    }
+    kept.push(answer.to_string());
+    kept.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,5 +626,43 @@ mod tests {
             assert!(sum <= 120 || n == 1);
             start = end;
         }
+    }
+
+    #[test]
+    fn names_are_capitalised_words_inside_sentences() {
+        assert_eq!(
+            names_in("Hi! I want to keep a diary. Tell me about Ana's trip to Lisbon: she loved it."),
+            ["Ana", "Lisbon"]
+        );
+        // Acronyms and numbers are not names; a bullet line is a sentence of its own.
+        assert!(names_in("- We use the API v2 daily.\n- Noted.").is_empty());
+        assert_eq!(names_in("- Sister Ingrid has a dog, Biscuit."), ["Ingrid", "Biscuit"]);
+    }
+
+    #[test]
+    fn a_name_once_in_the_summary_stays_in_every_version() {
+        let previous = Summary {
+            from_seq: 1,
+            to_seq: 40,
+            text: "- Sister Ingrid adopted a greyhound called Biscuit.\n- The user paints.".into(),
+        };
+        let m = RecallCandidate {
+            conversation_id: None,
+            seq: 41,
+            message: Message::text(Role::User, "Day 20: I walked to the market with Tom."),
+            at: None,
+        };
+        // The model dropped Biscuit (from the summary so far) and Tom (new): both come back,
+        // in order, above its own lines.
+        let kept = keep_names("- The user's sister has a dog.\n- Ingrid visited.", Some(&previous), &[m]);
+        assert_eq!(
+            kept,
+            "- Sister Ingrid adopted a greyhound called Biscuit.\n\
+             - (user, message 41) Day 20: I walked to the market with Tom.\n\
+             - The user's sister has a dog.\n- Ingrid visited."
+        );
+        // Nothing lost: the answer as it came.
+        assert_eq!(keep_names("- Ingrid, Biscuit and Tom.", Some(&previous), &[]), "- Ingrid, Biscuit and Tom.");
+        assert_eq!(keep_names("  ", Some(&previous), &[]), "");
     }
 }

@@ -21,7 +21,8 @@ use recall_core::message::{Message, Role};
 use recall_core::policy::{Format, PolicyOverrides};
 use recall_core::recall::RecallCandidate;
 use recall_core::summary::{
-    check_summary, compaction_chunks, cut_to_fit, input_allowance, render_summary, shorten_prompt,
+    check_summary, compaction_chunks, cut_to_fit, input_allowance, keep_names, render_summary,
+    shorten_prompt,
     summarizer_prompt, target_tokens, without_cut_line, Summary, EXCERPT_OVERHEAD_TOKENS,
     SUMMARIZER_SYSTEM,
 };
@@ -431,11 +432,14 @@ impl Engine {
                     summary_tokens,
                     cancel: &cancel,
                 };
-                let mut text = self.summarise_call(&call, prompt, report).await?;
+                // Every name the summary so far or the new messages hold stays named (a small
+                // model drops them), here and after a shortening.
+                let keep = |t: &str| keep_names(t, previous.as_ref(), &chunk);
+                let mut text = keep(&self.summarise_call(&call, prompt, report).await?);
                 let tokens = commit.tokens(from, last, &text);
                 if tokens > summary_tokens && !text.trim().is_empty() {
                     text = self
-                        .shorten(&call, &commit, from, last, text, tokens, &tell, report)
+                        .shorten(&call, &commit, (from, last), text, tokens, &keep, &tell, report)
                         .await?;
                 }
                 let stored = commit.version(from, last, text, after_version).await?;
@@ -498,10 +502,10 @@ impl Engine {
         &self,
         c: &Call<'_>,
         commit: &Commit<'_>,
-        from: i64,
-        to: i64,
+        (from, to): (i64, i64),
         draft: String,
         tokens: u64,
+        keep: &impl Fn(&str) -> String,
         tell: &impl Fn(CompactProgress),
         report: &mut CompactReport,
     ) -> Result<String, EngineError> {
@@ -515,7 +519,7 @@ impl Engine {
             },
             target_tokens(budget) * 3 / 4,
         );
-        let shorter = self.summarise_call(c, prompt, report).await?;
+        let shorter = keep(&self.summarise_call(c, prompt, report).await?);
         // The shorter of the two when neither fits: less to cut.
         let (best, best_tokens) = {
             let t = commit.tokens(from, to, &shorter);
