@@ -375,7 +375,8 @@ pub fn compaction_chunks(items: &[(i64, u64)], budget: u64) -> Vec<i64> {
 
 /// The names in `text` a summary must keep: words that start with a capital letter inside a
 /// sentence (not its first word, where any word is capitalised), of letters (and `'` or `-`),
-/// at least two letters long, other than the pronoun `I` and its contractions. "My sister
+/// at least two letters long with a lower-case one (not an acronym), other than the pronoun
+/// `I` and its contractions. "My sister
 /// Ingrid adopted a greyhound called Biscuit" names Ingrid and Biscuit; "Day 41: I painted
 /// the fence" names nothing.
 ///
@@ -393,9 +394,13 @@ pub fn names_in(text: &str) -> Vec<&str> {
             let mut chars = w.chars();
             let first_upper = chars.next().is_some_and(char::is_uppercase);
             let letters = w.chars().filter(|c| c.is_alphabetic()).count();
-            let shape = w.chars().all(|c| c.is_alphabetic() || c == '\'' || c == '-');
+            // An acronym (`API`) is not taken for a name: a name has a lower-case letter.
+            let lower = w.chars().any(char::is_lowercase);
+            let shape = w
+                .chars()
+                .all(|c| c.is_alphabetic() || c == '\'' || c == '-');
             let pronoun = w == "I" || w.starts_with("I'");
-            if first_upper && letters >= 2 && shape && !pronoun && !names.contains(&w) {
+            if first_upper && lower && letters >= 2 && shape && !pronoun && !names.contains(&w) {
                 names.push(w);
             }
         }
@@ -403,8 +408,8 @@ pub fn names_in(text: &str) -> Vec<&str> {
     names
 }
 
-/// `text` cut into sentences: after `.`, `!`, `?` or `:` followed by white space, and at line
-/// breaks (a bullet line is a sentence).
+/// `text` cut into sentences: after `.`, `!` or `?` followed by white space, and at line
+/// breaks (a bullet line is a sentence). Not at `:`, so `Day 20: I met Tom.` stays whole.
 fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -412,8 +417,7 @@ fn sentences(text: &str) -> Vec<&str> {
         let mut start = 0;
         let b = line.as_bytes();
         for (i, c) in line.char_indices() {
-            if matches!(c, '.' | '!' | '?' | ':') && b.get(i + 1).is_some_and(u8::is_ascii_whitespace)
-            {
+            if matches!(c, '.' | '!' | '?') && b.get(i + 1).is_some_and(u8::is_ascii_whitespace) {
                 out.push(line[start..=i].trim());
                 start = i + 1;
             }
@@ -631,12 +635,17 @@ mod tests {
     #[test]
     fn names_are_capitalised_words_inside_sentences() {
         assert_eq!(
-            names_in("Hi! I want to keep a diary. Tell me about Ana's trip to Lisbon: she loved it."),
+            names_in(
+                "Hi! I want to keep a diary. Tell me about Ana's trip to Lisbon: she loved it."
+            ),
             ["Ana", "Lisbon"]
         );
         // Acronyms and numbers are not names; a bullet line is a sentence of its own.
         assert!(names_in("- We use the API v2 daily.\n- Noted.").is_empty());
-        assert_eq!(names_in("- Sister Ingrid has a dog, Biscuit."), ["Ingrid", "Biscuit"]);
+        assert_eq!(
+            names_in("- Sister Ingrid has a dog, Biscuit."),
+            ["Ingrid", "Biscuit"]
+        );
     }
 
     #[test]
@@ -654,7 +663,11 @@ mod tests {
         };
         // The model dropped Biscuit (from the summary so far) and Tom (new): both come back,
         // in order, above its own lines.
-        let kept = keep_names("- The user's sister has a dog.\n- Ingrid visited.", Some(&previous), &[m]);
+        let kept = keep_names(
+            "- The user's sister has a dog.\n- Ingrid visited.",
+            Some(&previous),
+            &[m],
+        );
         assert_eq!(
             kept,
             "- Sister Ingrid adopted a greyhound called Biscuit.\n\
@@ -662,7 +675,10 @@ mod tests {
              - The user's sister has a dog.\n- Ingrid visited."
         );
         // Nothing lost: the answer as it came.
-        assert_eq!(keep_names("- Ingrid, Biscuit and Tom.", Some(&previous), &[]), "- Ingrid, Biscuit and Tom.");
+        assert_eq!(
+            keep_names("- Ingrid, Biscuit and Tom.", Some(&previous), &[]),
+            "- Ingrid, Biscuit and Tom."
+        );
         assert_eq!(keep_names("  ", Some(&previous), &[]), "");
     }
 }

@@ -22,9 +22,8 @@ use recall_core::policy::{Format, PolicyOverrides};
 use recall_core::recall::RecallCandidate;
 use recall_core::summary::{
     check_summary, compaction_chunks, cut_to_fit, input_allowance, keep_names, render_summary,
-    shorten_prompt,
-    summarizer_prompt, target_tokens, without_cut_line, Summary, EXCERPT_OVERHEAD_TOKENS,
-    SUMMARIZER_SYSTEM,
+    shorten_prompt, summarizer_prompt, target_tokens, without_cut_line, Summary,
+    EXCERPT_OVERHEAD_TOKENS, SUMMARIZER_SYSTEM,
 };
 use recall_core::tokens::{TokenCounter, Tokenizer};
 use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
@@ -439,7 +438,16 @@ impl Engine {
                 let tokens = commit.tokens(from, last, &text);
                 if tokens > summary_tokens && !text.trim().is_empty() {
                     text = self
-                        .shorten(&call, &commit, (from, last), text, tokens, &keep, &tell, report)
+                        .shorten(
+                            &call,
+                            &commit,
+                            (from, last),
+                            text,
+                            tokens,
+                            &keep,
+                            &tell,
+                            report,
+                        )
                         .await?;
                 }
                 let stored = commit.version(from, last, text, after_version).await?;

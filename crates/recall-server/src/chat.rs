@@ -29,8 +29,7 @@ use crate::state::AppState;
 /// What every chat body takes besides its message (`POST …/chat`, `…/retry`, `…/edit` and a
 /// WebSocket `user_message`): the backend, the model, the reply limit and the context policy.
 /// A field added here reaches all four.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-// No `deny_unknown_fields`: the flattened `PolicyOverrides` refuses what is not a policy field.
+#[derive(Debug, Clone, Default, ToSchema)]
 pub struct TurnOptions {
     /// A backend name this server offers (default: its first).
     pub backend: Option<String>,
@@ -43,6 +42,37 @@ pub struct TurnOptions {
     /// chat bodies before 2026-11-29; the reply limit is `max_output_tokens`).
     #[serde(flatten)]
     pub policy: PolicyOverrides,
+}
+
+// By hand rather than derived: flattened into each body, a derived reader's errors would lose
+// the field's name ("invalid type: integer `3`, expected a string"); each error here starts
+// with it, as `PolicyOverrides`'s do. What is not one of these three is the policy's, which
+// refuses what is not a policy field.
+impl<'de> Deserialize<'de> for TurnOptions {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        fn take<T: serde::de::DeserializeOwned, E: Error>(
+            map: &mut serde_json::Map<String, Value>,
+            key: &str,
+        ) -> Result<Option<T>, E> {
+            match map.remove(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => serde_json::from_value(v)
+                    .map(Some)
+                    .map_err(|e| E::custom(format!("{key}: {e}"))),
+            }
+        }
+        let mut map = serde_json::Map::<String, Value>::deserialize(d)?;
+        Ok(TurnOptions {
+            backend: take(&mut map, "backend")?,
+            model: take(&mut map, "model")?,
+            max_output_tokens: take(&mut map, "max_output_tokens")?,
+            // The trait's reading (the inherent `deserialize` is the derived one, whose errors
+            // do not name their field).
+            policy: <PolicyOverrides as Deserialize>::deserialize(Value::Object(map))
+                .map_err(D::Error::custom)?,
+        })
+    }
 }
 
 /// `POST …/chat`.

@@ -27,6 +27,7 @@ on_both!(
     tool_use_is_streamed_stored_and_paired_on_the_next_turn,
     bad_chat_bodies_are_refused_and_change_nothing,
     chat_routes_are_tenant_scoped,
+    a_chat_body_takes_the_context_policy,
 );
 
 async fn chat_server(fake: &FakeServer, db: Backend) -> Option<Server> {
@@ -748,4 +749,70 @@ async fn chat_routes_are_tenant_scoped(b: Backend) {
     assert_eq!(s.stored(TENANT_A, &a_id).await.len(), 1);
     assert!(s.stored(common::TENANT_B, &b_id).await.is_empty());
     assert!(fake.requests().is_empty(), "the backend was never called");
+}
+
+/// Issue 34: a chat body takes the policy fields of `/context`, so `max_tokens` is the history
+/// budget (as everywhere else) and `max_output_tokens` the reply limit; a retry takes them too.
+async fn a_chat_body_takes_the_context_policy(b: Backend) {
+    let fake = FakeServer::scripted(vec![
+        Reply::sse(anthropic::text_reply(&["Noted."])),
+        Reply::sse(anthropic::text_reply(&["Again."])),
+    ])
+    .await;
+    let Some(s) = chat_server(&fake, b).await else {
+        return;
+    };
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    // An old turn of about 60 tokens, then a short question.
+    let long = "an old remark about the garden shed and its roof ".repeat(6);
+    for (role, text) in [("user", long.as_str()), ("assistant", "I see.")] {
+        let r = s
+            .post(
+                &format!("/v1/conversations/{id}/messages"),
+                &s.key_a,
+                json!({"role": role, "content": text}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    }
+    let (status, events) = sse_turn(
+        &s,
+        &id,
+        json!({"content": "Short question?", "max_tokens": 20, "max_output_tokens": 7}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{events:?}");
+    let sent = fake.requests()[0].json();
+    // The reply limit is max_output_tokens; the 20-token history budget left the old turn out.
+    assert_eq!(sent["max_tokens"], 7, "{sent}");
+    let messages = sent["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 1, "{sent}");
+
+    // A retry of that reply with a budget that holds everything.
+    let res = s
+        .client
+        .post(format!("{}/v1/conversations/{id}/retry", s.base))
+        .bearer_auth(&s.key_a)
+        .json(&json!({"seq": 4, "max_tokens": 4000, "recall_tokens": 0}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let _ = res.text().await.unwrap();
+    let sent = fake.requests()[1].json();
+    assert_eq!(sent["messages"].as_array().map(Vec::len), Some(3), "{sent}");
+    // A policy field's error names it; an unknown field is refused.
+    for (body, says) in [
+        (
+            json!({"content": "x", "summary_tokens": 5}),
+            "summary_tokens",
+        ),
+        (json!({"content": "x", "colour": "red"}), "colour"),
+    ] {
+        let r = s
+            .post(&format!("/v1/conversations/{id}/chat"), &s.key_a, body)
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
+        assert!(r.message().contains(says), "{}", r.text);
+    }
 }

@@ -52,7 +52,8 @@ async fn times_over_http(b: Backend) {
         [
             "2023-05-08T13:56:00Z",
             "2023-05-08T13:56:00Z",
-            "2023-05-09T08:00:00Z"
+            // As given: the views show milliseconds when a time has them (as export does).
+            "2023-05-09T08:00:00.250Z"
         ]
     );
 
