@@ -16,7 +16,8 @@
 //! In every phase, and after a WebSocket upgrade, a write that makes no progress for
 //! `write_timeout` (a client that reads nothing of its answer, so the socket's buffers stay
 //! full) fails the connection, which closes it: a crowd that never reads holds its places
-//! for that long at most.
+//! for that long at most, and is reset rather than closed, so that the kernel drops what
+//! was still queued for it.
 //!
 //! Over `max_connections`, a new connection is answered 503 and closed at once, so a crowd
 //! of slow clients costs a bounded number of sockets and tasks; each of them is shed within
@@ -313,6 +314,10 @@ impl Watched {
             .stalled
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
         ready!(stall.as_mut().poll(cx));
+        // Closed with a reset, not a FIN behind the unsent answer: the kernel would otherwise
+        // go on offering up to a send buffer's worth (megabytes) to a client that reads
+        // nothing, holding that memory after the place is freed.
+        let _ = self.io.set_zero_linger();
         Poll::Ready(Err(io::Error::new(
             io::ErrorKind::TimedOut,
             format!(
