@@ -15,22 +15,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use recall_core::context::ContextRequest;
-use recall_core::message::{Message, Role};
 use recall_core::policy::{Format, PolicyOverrides};
-use recall_core::recall::RecallCandidate;
-use recall_core::summary::{
-    check_summary, compaction_chunks, cut_to_fit, input_allowance, keep_names, render_summary,
-    shorten_prompt, summarizer_prompt, target_tokens, without_cut_line, Summary,
-    EXCERPT_OVERHEAD_TOKENS, SUMMARIZER_SYSTEM,
-};
-use recall_core::tokens::{TokenCounter, Tokenizer};
-use recall_llm::{Assembler, Backend, BackendError, BackendEvent, ChatRequest, Usage};
-use recall_store::{NewSummary, StoredSummary, SummaryTokens};
+use recall_llm::Backend;
+use recall_store::StoredSummary;
 use tokio_util::sync::CancellationToken;
 
 use crate::{Engine, EngineError};
+
+mod compaction;
+
+use compaction::{busy, Lease, Run};
 
 /// How long a compaction lease lasts unless renewed: a summariser killed mid-way holds the
 /// conversation this long at most.
@@ -49,7 +44,7 @@ pub struct CompactOptions {
     pub model: Option<String>,
     /// The most tokens of new messages one summariser call is given (each message's own
     /// tokens and its excerpt header, `EXCERPT_OVERHEAD_TOKENS`). `None`: what fits the
-    /// context the backend serves ([`input_allowance`]: 6,000, less for a small local model).
+    /// context the backend serves ([`recall_core::summary::input_allowance`]: 6,000, less for a small local model).
     pub max_input_tokens: Option<u64>,
     /// How long the lease lasts between renewals.
     pub lease: Duration,
@@ -249,355 +244,31 @@ impl Engine {
             upto: target,
         };
         if !lease.renew(self, tenant, id).await? {
-            return Err(EngineError::Store(
-                recall_store::StoreError::CompactionBusy {
-                    conversation: id.to_string(),
-                },
-            ));
+            return Err(busy(id));
         }
-        let run = self
-            .compact_held(
-                tenant,
-                id,
-                backend,
-                opts,
-                &lease,
-                policy.summary_tokens,
-                policy.tokenizer,
-                &mut report,
-                cancel,
-            )
-            .await;
+        let mut run = Run {
+            engine: self,
+            tenant,
+            id,
+            backend,
+            opts,
+            lease: &lease,
+            summary_tokens: policy.summary_tokens,
+            tokenizer: policy.tokenizer,
+            cancel,
+            report,
+            base: None,
+            after_version: None,
+        };
+        let outcome = run.run().await;
         // The lease goes whatever happened; a failure to give it up only delays the next
         // compaction until it expires.
         let _ = self
             .store
             .release_compaction_lease(tenant, id, &lease.holder)
             .await;
-        run?;
-        Ok(report)
-    }
-
-    /// The work of [`Engine::compact_conversation`] once the lease is held: summarise the
-    /// messages after the summary in force through `target`.
-    #[allow(clippy::too_many_arguments)]
-    async fn compact_held(
-        &self,
-        tenant: &str,
-        id: &str,
-        backend: &dyn Backend,
-        opts: &CompactOptions,
-        lease: &Lease,
-        summary_tokens: u64,
-        tokenizer: Tokenizer,
-        report: &mut CompactReport,
-        cancel: CancellationToken,
-    ) -> Result<(), EngineError> {
-        let target = lease.upto;
-        // Read under the lease: what another summariser committed before it is the base (on
-        // a fork with none of its own yet, its parent's).
-        let conv = self.store.get_conversation(tenant, id).await?;
-        let mut base = self.summary_in_force(tenant, &conv, target + 1).await?;
-        let mut after_version = self
-            .store
-            .summaries(tenant, id, 1)
-            .await?
-            .first()
-            .map(|s| s.version);
-        report.summary = base.clone();
-        // A base over this policy's summary_tokens (written under a larger bound) is not
-        // carried by its contexts: start over rather than roll it on.
-        if base
-            .as_ref()
-            .is_some_and(|b| b.tokens.get(tokenizer) > summary_tokens)
-        {
-            base = None;
-        }
-        let mut next = base.as_ref().map_or(0, |s| s.to_seq);
-        if next >= target {
-            return Ok(());
-        }
-        let (max_input, context_window) = match opts.max_input_tokens {
-            Some(n) => (n.max(1), None),
-            None => {
-                let window = backend.context_window(opts.model.as_deref()).await;
-                let Some(n) = input_allowance(window, summary_tokens) else {
-                    return Err(EngineError::Invalid(format!(
-                        "the summariser's backend serves a context of {} tokens, too small for \
-                         summary_tokens {summary_tokens} (the summary so far and the new one \
-                         take up to {} tokens each): lower summary_tokens, or serve the model \
-                         with a larger context",
-                        window.unwrap_or(0),
-                        target_tokens(summary_tokens)
-                    )));
-                };
-                (n, window)
-            }
-        };
-        let tell = |p: CompactProgress| {
-            if let Some(f) = &opts.progress {
-                (f.0)(&p);
-            }
-        };
-        tell(CompactProgress::Planned {
-            from_seq: next + 1,
-            to_seq: target,
-            input_tokens: max_input,
-            context_window,
-        });
-        let commit = Commit {
-            engine: self,
-            tenant,
-            id,
-            lease,
-            backend: backend.name(),
-            model: opts.model.clone().unwrap_or_default(),
-            summary_tokens,
-            tokenizer,
-        };
-        // Read the backlog page by page; summarise a call's worth whenever one is full.
-        let mut pending: Vec<(RecallCandidate, u64)> = Vec::new();
-        let mut done_reading = false;
-        while !(done_reading && pending.is_empty()) {
-            if !done_reading {
-                let page = self.store.messages(tenant, id, next, 200).await?;
-                done_reading = page.is_empty();
-                for m in page {
-                    next = m.seq;
-                    if m.seq > target {
-                        done_reading = true;
-                        break;
-                    }
-                    if m.message.role == Role::System {
-                        continue;
-                    }
-                    let tokens = u64::try_from(m.figures.tokens_o200k).unwrap_or(0)
-                        + EXCERPT_OVERHEAD_TOKENS;
-                    pending.push((
-                        RecallCandidate {
-                            conversation_id: None,
-                            seq: m.seq,
-                            message: m.message,
-                            at: Some(m.created_at),
-                        },
-                        tokens,
-                    ));
-                }
-                if next >= target {
-                    done_reading = true;
-                }
-            }
-            let costs: Vec<(i64, u64)> = pending.iter().map(|(c, t)| (c.seq, *t)).collect();
-            let ends = compaction_chunks(&costs, max_input);
-            // A call is made for a full chunk (another follows it), or for the rest once all
-            // is read.
-            let ready = if done_reading {
-                ends.len()
-            } else {
-                ends.len().saturating_sub(1)
-            };
-            for end in ends.into_iter().take(ready) {
-                let split = pending.iter().take_while(|(c, _)| c.seq <= end).count();
-                let chunk: Vec<RecallCandidate> = pending.drain(..split).map(|(c, _)| c).collect();
-                let Some(mut last) = chunk.last().map(|c| c.seq) else {
-                    continue;
-                };
-                // The last call covers through the window start: system messages after its
-                // last message are in every system prompt, not in a summary.
-                if done_reading && pending.is_empty() {
-                    last = last.max(target);
-                }
-                let previous = base.as_ref().map(|s| Summary {
-                    from_seq: s.from_seq,
-                    to_seq: s.to_seq,
-                    text: s.text.clone(),
-                });
-                let from = previous
-                    .as_ref()
-                    .map_or_else(|| chunk.first().map_or(1, |c| c.seq), |p| p.from_seq);
-                let prompt =
-                    summarizer_prompt(previous.as_ref(), &chunk, target_tokens(summary_tokens));
-                tell(CompactProgress::Calling {
-                    call: report.calls + 1,
-                    from_seq: chunk.first().map_or(from, |c| c.seq),
-                    to_seq: last,
-                });
-                let call = Call {
-                    backend,
-                    opts,
-                    lease,
-                    tenant,
-                    id,
-                    summary_tokens,
-                    cancel: &cancel,
-                };
-                // Every name the summary so far or the new messages hold stays named (a small
-                // model drops them), here and after a shortening.
-                let keep = |t: &str| keep_names(t, previous.as_ref(), &chunk);
-                let mut text = keep(&self.summarise_call(&call, prompt, report).await?);
-                let tokens = commit.tokens(from, last, &text);
-                if tokens > summary_tokens && !text.trim().is_empty() {
-                    text = self
-                        .shorten(
-                            &call,
-                            &commit,
-                            (from, last),
-                            text,
-                            tokens,
-                            &keep,
-                            &tell,
-                            report,
-                        )
-                        .await?;
-                }
-                let stored = commit.version(from, last, text, after_version).await?;
-                tell(CompactProgress::Committed {
-                    version: stored.version,
-                    to_seq: stored.to_seq,
-                    tokens: stored.tokens.get(tokenizer),
-                });
-                after_version = Some(stored.version);
-                report.status = CompactStatus::Compacted;
-                report.summary = Some(stored.clone());
-                base = Some(stored);
-            }
-        }
-        // Only system messages between the summary in force and the window: the same text
-        // now covers through the window start, with no call.
-        if let Some(b) = base
-            .as_ref()
-            .filter(|b| report.calls == 0 && b.to_seq < target)
-        {
-            let stored = commit
-                .version(b.from_seq, target, b.text.clone(), after_version)
-                .await?;
-            report.status = CompactStatus::Compacted;
-            report.summary = Some(stored);
-        }
-        Ok(())
-    }
-
-    /// One summariser call (see [`Engine::summarise_held`]), counted in `report`.
-    async fn summarise_call(
-        &self,
-        c: &Call<'_>,
-        prompt: String,
-        report: &mut CompactReport,
-    ) -> Result<String, EngineError> {
-        let (text, usage) = self
-            .summarise_held(
-                c.backend,
-                c.opts,
-                c.lease,
-                c.tenant,
-                c.id,
-                prompt,
-                c.summary_tokens,
-                c.cancel,
-            )
-            .await?;
-        report.calls += 1;
-        report.input_tokens += usage.input_tokens.unwrap_or(0);
-        report.output_tokens += usage.output_tokens.unwrap_or(0);
-        Ok(text)
-    }
-
-    /// An answer over `summary_tokens` (`tokens` with its frame): the summariser is asked
-    /// once to shorten it (a small call: the answer alone), and what is still over is cut at
-    /// a line, so that the work of the call is kept rather than thrown away.
-    #[allow(clippy::too_many_arguments)]
-    async fn shorten(
-        &self,
-        c: &Call<'_>,
-        commit: &Commit<'_>,
-        (from, to): (i64, i64),
-        draft: String,
-        tokens: u64,
-        keep: &impl Fn(&str) -> String,
-        tell: &impl Fn(CompactProgress),
-        report: &mut CompactReport,
-    ) -> Result<String, EngineError> {
-        let budget = c.summary_tokens;
-        tell(CompactProgress::Shortening { tokens, budget });
-        let prompt = shorten_prompt(
-            &Summary {
-                from_seq: from,
-                to_seq: to,
-                text: draft.trim().to_string(),
-            },
-            target_tokens(budget) * 3 / 4,
-        );
-        let shorter = keep(&self.summarise_call(c, prompt, report).await?);
-        // The shorter of the two when neither fits: less to cut.
-        let (best, best_tokens) = {
-            let t = commit.tokens(from, to, &shorter);
-            if shorter.trim().is_empty() || t >= tokens {
-                (draft, tokens)
-            } else {
-                (shorter, t)
-            }
-        };
-        if best_tokens <= budget {
-            return Ok(best);
-        }
-        tell(CompactProgress::Cut {
-            tokens: best_tokens,
-            budget,
-        });
-        Ok(cut_to_fit(&best, |t| commit.tokens(from, to, t) <= budget).unwrap_or(best))
-    }
-
-    /// One summariser call while holding `lease`: renewed before the call and every third of
-    /// its duration during it; the call is stopped when it is lost (another summariser took
-    /// over, or a redaction or a clear reached what it reads).
-    #[allow(clippy::too_many_arguments)]
-    async fn summarise_held(
-        &self,
-        backend: &dyn Backend,
-        opts: &CompactOptions,
-        lease: &Lease,
-        tenant: &str,
-        id: &str,
-        prompt: String,
-        summary_tokens: u64,
-        cancel: &CancellationToken,
-    ) -> Result<(String, Usage), EngineError> {
-        let busy = || {
-            EngineError::Store(recall_store::StoreError::CompactionBusy {
-                conversation: id.to_string(),
-            })
-        };
-        if !lease.renew(self, tenant, id).await? {
-            return Err(busy());
-        }
-        let call = cancel.child_token();
-        let lost = CancellationToken::new();
-        let renewer = {
-            let (engine, lease, tenant, id) = (
-                self.clone(),
-                lease.clone(),
-                tenant.to_string(),
-                id.to_string(),
-            );
-            let (call, lost) = (call.clone(), lost.clone());
-            let every = Duration::from_millis(u64::try_from(lease.ms / 3).unwrap_or(1).max(1));
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(every).await;
-                    if !matches!(lease.renew(&engine, &tenant, &id).await, Ok(true)) {
-                        lost.cancel();
-                        call.cancel();
-                        break;
-                    }
-                }
-            })
-        };
-        let result = summarise(backend, opts, prompt, summary_tokens, call).await;
-        renewer.abort();
-        if lost.is_cancelled() {
-            return Err(busy());
-        }
-        result
+        outcome?;
+        Ok(run.report)
     }
 
     /// After a chat turn: starts a compaction in its own task when the engine has a
@@ -641,168 +312,4 @@ impl Engine {
                 .await;
         });
     }
-}
-
-/// A compaction's hold on its conversation: who holds it, for how long at a time, and the
-/// last message its summariser reads.
-#[derive(Clone)]
-struct Lease {
-    holder: String,
-    ms: i64,
-    upto: i64,
-}
-
-impl Lease {
-    /// Takes or renews it; `false` when another holder has it (or a redaction or a clear took
-    /// it away).
-    async fn renew(&self, engine: &Engine, tenant: &str, id: &str) -> Result<bool, EngineError> {
-        Ok(engine
-            .store
-            .take_compaction_lease(
-                tenant,
-                id,
-                &self.holder,
-                now_ms().saturating_add(self.ms),
-                self.upto,
-            )
-            .await?)
-    }
-}
-
-/// What every summariser call of one compaction shares.
-struct Call<'a> {
-    backend: &'a dyn Backend,
-    opts: &'a CompactOptions,
-    lease: &'a Lease,
-    tenant: &'a str,
-    id: &'a str,
-    summary_tokens: u64,
-    cancel: &'a CancellationToken,
-}
-
-/// What committing a version needs besides its range and text.
-struct Commit<'a> {
-    engine: &'a Engine,
-    tenant: &'a str,
-    id: &'a str,
-    lease: &'a Lease,
-    backend: &'static str,
-    model: String,
-    summary_tokens: u64,
-    tokenizer: Tokenizer,
-}
-
-impl Commit<'_> {
-    /// The tokens of `text`'s section covering `from..=to`, under the policy's tokenizer.
-    fn tokens(&self, from: i64, to: i64, text: &str) -> u64 {
-        let section = render_summary(
-            &Summary {
-                from_seq: from,
-                to_seq: to,
-                text: text.trim().to_string(),
-            },
-            true,
-        );
-        self.tokenizer.count(&section) as u64
-    }
-
-    /// Checks `text` (not empty, its section within `summary_tokens`) and commits it as the
-    /// version covering `from..=to`, written from version `after`.
-    async fn version(
-        &self,
-        from: i64,
-        to: i64,
-        text: String,
-        after: Option<i64>,
-    ) -> Result<StoredSummary, EngineError> {
-        let text = text.trim().to_string();
-        let section = render_summary(
-            &Summary {
-                from_seq: from,
-                to_seq: to,
-                text: text.clone(),
-            },
-            true,
-        );
-        let tokens = SummaryTokens {
-            o200k: Tokenizer::O200k.count(&section) as u64,
-            cl100k: Tokenizer::Cl100k.count(&section) as u64,
-            chars4: Tokenizer::Chars4.count(&section) as u64,
-        };
-        check_summary(&text, tokens.get(self.tokenizer), self.summary_tokens)?;
-        Ok(self
-            .engine
-            .store
-            .commit_summary(
-                self.tenant,
-                self.id,
-                &self.lease.holder,
-                NewSummary {
-                    from_seq: from,
-                    to_seq: to,
-                    text,
-                    tokens,
-                    backend: self.backend.to_string(),
-                    model: self.model.clone(),
-                    after_version: after,
-                },
-            )
-            .await?)
-    }
-}
-
-/// Milliseconds since the Unix epoch: lease expiries.
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// One summariser call: the fixed system prompt and `prompt` as the user message; the text
-/// of a complete reply, or the backend's error.
-async fn summarise(
-    backend: &dyn Backend,
-    opts: &CompactOptions,
-    prompt: String,
-    summary_tokens: u64,
-    cancel: CancellationToken,
-) -> Result<(String, Usage), EngineError> {
-    let request = ChatRequest {
-        system: Some(SUMMARIZER_SYSTEM.to_string()),
-        messages: vec![Message::text(Role::User, prompt)],
-        model: opts.model.clone(),
-        // The frame's share stays free, so an answer of this length still fits.
-        max_tokens: u32::try_from(target_tokens(summary_tokens)).unwrap_or(u32::MAX),
-    };
-    let mut assembler = Assembler::new();
-    match backend.stream(request, cancel).await {
-        Err(e) => return Err(EngineError::Summarizer(e)),
-        Ok(mut events) => {
-            while let Some(ev) = events.next().await {
-                assembler.push(&ev);
-                if ev.is_terminal() {
-                    break;
-                }
-            }
-        }
-    }
-    if !assembler.is_finished() {
-        assembler.push(&BackendEvent::Error(BackendError::new(
-            recall_llm::BackendErrorKind::Stream {
-                message: "the summariser's stream ended without a final event".into(),
-            },
-        )));
-    }
-    let reply = assembler.finish();
-    if let Some(e) = reply.error.clone() {
-        return Err(EngineError::Summarizer(e));
-    }
-    let text = reply.text();
-    // Stopped at max_tokens: its last line was cut off mid-way.
-    let text = if reply.stop_reason.as_deref() == Some("max_tokens") {
-        without_cut_line(&text).to_string()
-    } else {
-        text
-    };
-    Ok((text, reply.usage))
 }
