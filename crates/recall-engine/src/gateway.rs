@@ -9,17 +9,17 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
+
 use recall_core::context::ContextRequest;
-use recall_core::gateway::{forward_body, split_request, Provider};
+use recall_core::gateway::{forward_body, split_request, Incoming, Provider};
 use recall_core::message::Message;
 use recall_core::parse::{conversation_from_value, ParseOptions};
 use recall_core::policy::{ConversationPolicy, Policy, PolicyOverrides};
-use recall_core::select::Stats;
+use recall_core::select::{HistoryMessage, Stats};
 use recall_core::Prompt;
-use recall_llm::proxy::{HeaderMap, HeaderName, HeaderValue, ReplyTap, Upstream};
-use recall_llm::{Assembler, BackendError, BackendErrorKind, BackendEvent, Usage};
-use recall_store::{MessageStatus, NewConversation, NewMessage};
+use recall_llm::proxy::{HeaderMap, HeaderName, HeaderValue, Upstream};
+use recall_llm::{Assembler, BackendError, Usage};
+use recall_store::{Conversation, MessageStatus, NewConversation, NewMessage};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -27,6 +27,8 @@ use tokio::time::Instant;
 use crate::chat::ReplySaver;
 use crate::mirror::{Continued, Placement};
 use crate::{Engine, EngineError};
+
+mod relay;
 
 /// The most bytes of a whole (non-streamed) reply read from the provider.
 pub const MAX_WHOLE_REPLY_BYTES: usize = 64 * 1024 * 1024;
@@ -138,40 +140,18 @@ impl Engine {
         req: GatewayRequest,
     ) -> Result<GatewayCall, EngineError> {
         let provider = req.provider;
-        let mut incoming =
-            split_request(provider, req.body).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        let parsed = conversation_from_value(
-            Value::Array(std::mem::take(&mut incoming.messages)),
-            &ParseOptions::strict(),
-        )?;
-        for m in &parsed.messages {
-            self.check_size(&m.message, || format!("messages[{}]", m.index))?;
-        }
-        let messages: Vec<Message> = parsed.messages.into_iter().map(|m| m.message).collect();
-
-        let named = match req.conversation.as_deref().map(str::trim) {
-            None | Some("new") => None,
-            // Most often an unset variable in the client's code: a new conversation for each
-            // request would forget silently.
-            Some("") => {
-                return Err(EngineError::Invalid(
-                    "the x-recall-conversation header is empty: send a conversation id, or \
-                     `new` (or no header) for a new conversation"
-                        .into(),
-                ))
-            }
-            Some(id) => Some(id),
-        };
-        // The conversation and its newest messages (the anchor a mirrored history is matched
-        // on) in one read: the window of its last two turns.
+        let (incoming, messages) = self.gateway_messages(provider, req.body)?;
+        let named = named_conversation(req.conversation.as_deref())?;
         // A turn on a named conversation waits for one under way there: its history must
         // hold the other's exchange, and its reply must follow its own question.
         let turn = match named {
             Some(id) => Some(self.turns.acquire(tenant, id).await),
             None => None,
         };
-        let (mut conv, window, created) = match named {
+        let (conv, window, created) = match named {
             Some(id) => {
+                // The conversation and its newest messages (the anchor a mirrored history is
+                // matched on) in one read: the window of its last two turns.
                 let last_turns = Policy {
                     max_turns: Some(2),
                     ..Policy::default()
@@ -183,53 +163,18 @@ impl Engine {
                 (conv, window.messages, false)
             }
             None => {
-                let conv = self
-                    .store
-                    .create_conversation(
-                        tenant,
-                        NewConversation {
-                            title: None,
-                            system_prompt: None,
-                            metadata: Default::default(),
-                            policy: Some(ConversationPolicy {
-                                format: Some(provider.format()),
-                                limits: req.new_policy.clone(),
-                            }),
-                        },
-                    )
-                    .await?;
-                (conv, Vec::new(), true)
-            }
-        };
-        let (mode, new) = match self.place_history(tenant, &conv, window, &messages).await? {
-            Placement::Continue { mode, from } => {
-                let mode = match mode {
-                    Continued::Append => GatewayMode::Append,
-                    Continued::Mirror => GatewayMode::Mirror,
-                    Continued::Retry => GatewayMode::Retry,
+                let policy = ConversationPolicy {
+                    format: Some(provider.format()),
+                    limits: req.new_policy.clone(),
                 };
-                (mode, &messages[from..])
-            }
-            Placement::Fork { at, from } => {
-                conv = self
-                    .store
-                    .fork_conversation(tenant, &conv.id, at, recall_store::NewFork { title: None })
-                    .await?;
-                (GatewayMode::Fork, &messages[from..])
+                (
+                    self.gateway_new_conversation(tenant, policy).await?,
+                    Vec::new(),
+                    true,
+                )
             }
         };
-        if new.len() > self.limits.max_messages_per_append {
-            return Err(EngineError::Invalid(format!(
-                "{} new messages in one request, over the limit of {}",
-                new.len(),
-                self.limits.max_messages_per_append
-            )));
-        }
-        if !new.is_empty() {
-            let rows = new.iter().cloned().map(NewMessage::complete).collect();
-            self.store.append(tenant, &conv.id, rows).await?;
-            self.appended(tenant, &conv.id);
-        }
+        let (conv, mode, stored) = self.store_new(tenant, conv, window, &messages).await?;
 
         let req_context = ContextRequest::new(provider.format());
         let context = match req.max_context_bytes {
@@ -260,7 +205,7 @@ impl Engine {
             conversation_id: conv.id,
             created,
             mode,
-            stored: new.len(),
+            stored,
             stream,
             model,
             body,
@@ -270,6 +215,90 @@ impl Engine {
             window_first: context.kept.first().map(|k| k.index as i64),
             _turn: turn,
         })
+    }
+
+    /// The provider request split into what is forwarded as it is and its history, checked
+    /// message by message (each within the size limit).
+    fn gateway_messages(
+        &self,
+        provider: Provider,
+        body: Value,
+    ) -> Result<(Incoming, Vec<Message>), EngineError> {
+        let mut incoming =
+            split_request(provider, body).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        let parsed = conversation_from_value(
+            Value::Array(std::mem::take(&mut incoming.messages)),
+            &ParseOptions::strict(),
+        )?;
+        for m in &parsed.messages {
+            self.check_size(&m.message, || format!("messages[{}]", m.index))?;
+        }
+        Ok((
+            incoming,
+            parsed.messages.into_iter().map(|m| m.message).collect(),
+        ))
+    }
+
+    /// The conversation a request without a named one starts, in the provider's format.
+    async fn gateway_new_conversation(
+        &self,
+        tenant: &str,
+        policy: ConversationPolicy,
+    ) -> Result<Conversation, EngineError> {
+        Ok(self
+            .store
+            .create_conversation(
+                tenant,
+                NewConversation {
+                    title: None,
+                    system_prompt: None,
+                    metadata: Default::default(),
+                    policy: Some(policy),
+                },
+            )
+            .await?)
+    }
+
+    /// Places the request's history against the stored one (`window`: its newest messages)
+    /// and stores what is new: on `conv`, or on a fork of it where the histories part. The
+    /// conversation written to, how, and how many messages were stored.
+    async fn store_new(
+        &self,
+        tenant: &str,
+        conv: Conversation,
+        window: Vec<HistoryMessage>,
+        messages: &[Message],
+    ) -> Result<(Conversation, GatewayMode, usize), EngineError> {
+        let (conv, mode, new) = match self.place_history(tenant, &conv, window, messages).await? {
+            Placement::Continue { mode, from } => {
+                let mode = match mode {
+                    Continued::Append => GatewayMode::Append,
+                    Continued::Mirror => GatewayMode::Mirror,
+                    Continued::Retry => GatewayMode::Retry,
+                };
+                (conv, mode, &messages[from..])
+            }
+            Placement::Fork { at, from } => {
+                let fork = self
+                    .store
+                    .fork_conversation(tenant, &conv.id, at, recall_store::NewFork { title: None })
+                    .await?;
+                (fork, GatewayMode::Fork, &messages[from..])
+            }
+        };
+        if new.len() > self.limits.max_messages_per_append {
+            return Err(EngineError::Invalid(format!(
+                "{} new messages in one request, over the limit of {}",
+                new.len(),
+                self.limits.max_messages_per_append
+            )));
+        }
+        if !new.is_empty() {
+            let rows = new.iter().cloned().map(NewMessage::complete).collect();
+            self.store.append(tenant, &conv.id, rows).await?;
+            self.appended(tenant, &conv.id);
+        }
+        Ok((conv, mode, new.len()))
     }
 
     /// Sends `call` to `upstream` and passes the answer to `sink` as it arrives, storing the
@@ -288,221 +317,59 @@ impl Engine {
         sink: mpsc::Sender<GatewayEvent>,
     ) -> Result<GatewayOutcome, EngineError> {
         let started = Instant::now();
+        let mut outcome = GatewayOutcome {
+            status: None,
+            reply_seq: None,
+            reply_status: None,
+            usage: Usage::default(),
+            upstream_head: None,
+            error: None,
+        };
         let resp = match upstream
             .send(call.body.clone(), client_headers, call.stream)
             .await
         {
             Ok(r) => r,
             Err(e) => {
-                return Ok(GatewayOutcome {
-                    status: None,
-                    reply_seq: None,
-                    reply_status: None,
-                    usage: Usage::default(),
-                    upstream_head: None,
-                    error: Some(e),
-                })
+                outcome.error = Some(e);
+                return Ok(outcome);
             }
         };
-        let head = started.elapsed();
-        let status = resp.status;
-        let mut outcome = GatewayOutcome {
-            status: Some(status),
-            reply_seq: None,
-            reply_status: None,
-            usage: Usage::default(),
-            upstream_head: Some(head),
-            error: None,
-        };
-        let mut body = resp.body;
-        if !(200..300).contains(&status) {
-            // The provider's error: its status and error type pass through, its message only
-            // with every credential masked (a provider may echo the operator's key); nothing
-            // of a reply to store.
-            let mut read = Vec::new();
-            while let Some(Ok(chunk)) = body.next().await {
-                let room = recall_llm::proxy::MAX_ERROR_BODY_BYTES.saturating_sub(read.len());
-                read.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                if room <= chunk.len() {
-                    break;
-                }
-            }
-            let mut headers: Vec<(HeaderName, HeaderValue)> = resp
-                .headers
-                .into_iter()
-                .filter(|(n, _)| n.as_str() != "content-type")
-                .collect();
-            headers.push((
-                HeaderName::from_static("content-type"),
-                HeaderValue::from_static("application/json"),
-            ));
-            if sink
-                .send(GatewayEvent::Head { status, headers })
-                .await
-                .is_ok()
-            {
-                let masked = upstream.error_body(status, &read);
-                let _ = sink.send(GatewayEvent::Chunk(Bytes::from(masked))).await;
-            }
+        outcome.status = Some(resp.status);
+        outcome.upstream_head = Some(started.elapsed());
+        if !(200..300).contains(&resp.status) {
+            relay::pass_error(resp, upstream, &sink).await;
             return Ok(outcome);
         }
         let client_gone = sink
             .send(GatewayEvent::Head {
-                status,
+                status: resp.status,
                 headers: resp.headers.clone(),
             })
             .await
             .is_err();
-
-        let mut saver = ReplySaver::named(
-            self,
-            tenant,
-            &call.conversation_id,
-            call.provider.name(),
-            call.model.clone(),
-        )
-        .deferred();
-        let mut assembler = Assembler::new();
-        let cap = self.limits.max_message_bytes;
+        let mut relay = relay::Relay {
+            engine: self,
+            call,
+            upstream,
+            sink: &sink,
+            saver: ReplySaver::named(
+                self,
+                tenant,
+                &call.conversation_id,
+                call.provider.name(),
+                call.model.clone(),
+            )
+            .deferred(),
+            assembler: Assembler::new(),
+            outcome,
+        };
         if call.stream {
-            let mut tap = ReplyTap::new(call.provider);
-            let mut gone = client_gone;
-            // Content bytes of the reply so far: past `max_message_bytes` the reply is cut
-            // at the last chunk that fits, which is what the client got and what is stored.
-            let mut size = 0usize;
-            while !gone {
-                let (events, chunk) = match body.next().await {
-                    None => (tap.finish(), None),
-                    Some(Err(e)) => {
-                        let _ = sink.send(GatewayEvent::Abort).await;
-                        (tap.fail_with(e), None)
-                    }
-                    Some(Ok(chunk)) => (tap.feed(&chunk), Some(chunk)),
-                };
-                let added: usize = events.iter().map(BackendEvent::content_bytes).sum();
-                // A chunk the tap cannot read (a malformed event) or one that would take the
-                // reply past `max_message_bytes` is not passed on, nor is any of its content
-                // stored: the client is told why in the provider's stream format, and what
-                // it got before is what is stored, as partial.
-                let malformed = chunk.is_some().then(|| {
-                    events.iter().find_map(|e| match e {
-                        BackendEvent::Error(e) => Some(e.clone()),
-                        _ => None,
-                    })
-                });
-                let stop = match malformed.flatten() {
-                    Some(e) => Some(BackendError::protocol(format!(
-                        "the provider's stream could not be read ({e}): recall stored the \
-                         reply up to there, as partial, and stopped passing it on"
-                    ))),
-                    None if size + added > cap => Some(BackendError::protocol(format!(
-                        "the reply is over max_message_bytes ({cap} bytes): recall stored it \
-                         up to there, as partial, and stopped reading it"
-                    ))),
-                    None => None,
-                };
-                if let Some(why) = stop {
-                    let _ = sink
-                        .send(GatewayEvent::Chunk(Bytes::from(
-                            upstream.stream_error(&why.to_string()),
-                        )))
-                        .await;
-                    tap.fail_with(why.clone());
-                    assembler.push(&BackendEvent::Error(why));
-                    self.save_reply(&mut saver, &mut assembler, &mut outcome)
-                        .await?;
-                    break;
-                }
-                size += added;
-                for ev in &events {
-                    assembler.push(ev);
-                }
-                if tap.is_finished() {
-                    // Stored before the client sees the end of the reply.
-                    self.save_reply(&mut saver, &mut assembler, &mut outcome)
-                        .await?;
-                    if let Some(chunk) = chunk {
-                        let _ = sink.send(GatewayEvent::Chunk(chunk)).await;
-                    }
-                    // What follows the end (OpenAI's `[DONE]`) is passed on as well.
-                    while let Some(Ok(rest)) = body.next().await {
-                        if sink.send(GatewayEvent::Chunk(rest)).await.is_err() {
-                            break;
-                        }
-                    }
-                    break;
-                }
-                if let Some(chunk) = chunk {
-                    gone = sink.send(GatewayEvent::Chunk(chunk)).await.is_err();
-                }
-                if assembler.has_content() && saver.due() && !gone {
-                    saver
-                        .save(
-                            &assembler.message(),
-                            MessageStatus::Partial,
-                            &assembler.usage(),
-                            None,
-                            None,
-                        )
-                        .await?;
-                }
-            }
-            if !tap.is_finished() {
-                // The client went away: stop reading and keep what arrived.
-                for ev in tap.fail_with(BackendError::new(BackendErrorKind::Cancelled)) {
-                    assembler.push(&ev);
-                }
-                self.save_reply(&mut saver, &mut assembler, &mut outcome)
-                    .await?;
-            }
+            relay.stream(resp.body, client_gone).await?;
         } else {
-            let mut whole = Vec::new();
-            let mut broken = None;
-            while let Some(chunk) = body.next().await {
-                match chunk {
-                    Ok(c) if whole.len() + c.len() <= MAX_WHOLE_REPLY_BYTES => {
-                        whole.extend_from_slice(&c)
-                    }
-                    Ok(_) => {
-                        broken = Some(BackendError::protocol(format!(
-                            "the provider's reply is over {MAX_WHOLE_REPLY_BYTES} bytes"
-                        )));
-                        break;
-                    }
-                    Err(e) => {
-                        broken = Some(e);
-                        break;
-                    }
-                }
-            }
-            let mut events = match broken {
-                Some(e) => vec![BackendEvent::Error(e)],
-                None => ReplyTap::whole(call.provider, &whole),
-            };
-            // Past `max_message_bytes`, what fits is stored as partial and the client's body
-            // breaks off (it got no whole reply either).
-            let mut size = 0usize;
-            if let Some(over) = events.iter().position(|ev| {
-                size += ev.content_bytes();
-                size > cap
-            }) {
-                events.truncate(over);
-                events.push(BackendEvent::Error(BackendError::protocol(format!(
-                    "the reply is over max_message_bytes ({cap} bytes): recall stored it up \
-                     to there, as partial"
-                ))));
-            }
-            for ev in &events {
-                assembler.push(ev);
-            }
-            self.save_reply(&mut saver, &mut assembler, &mut outcome)
-                .await?;
-            if outcome.error.is_some() {
-                let _ = sink.send(GatewayEvent::Abort).await;
-            } else {
-                let _ = sink.send(GatewayEvent::Chunk(Bytes::from(whole))).await;
-            }
+            relay.whole(resp.body).await?;
         }
+        let outcome = relay.outcome;
         self.appended(tenant, &call.conversation_id);
         if call.summarizes && outcome.reply_status == Some(MessageStatus::Complete) {
             self.compact_after_turn(
@@ -516,22 +383,20 @@ impl Engine {
         }
         Ok(outcome)
     }
+}
 
-    /// Saves what the assembler holds as the reply (complete or partial) into `outcome`.
-    async fn save_reply(
-        &self,
-        saver: &mut ReplySaver<'_>,
-        assembler: &mut Assembler,
-        outcome: &mut GatewayOutcome,
-    ) -> Result<(), EngineError> {
-        let reply = std::mem::replace(assembler, Assembler::new()).finish();
-        let status = saver.finish(&reply).await?;
-        if saver.seq.is_some() {
-            outcome.reply_status = Some(status);
-        }
-        outcome.reply_seq = saver.seq;
-        outcome.usage = reply.usage;
-        outcome.error = reply.error;
-        Ok(())
+/// The conversation the `x-recall-conversation` header names: `None` for a new one (no
+/// header, or `new`); empty is an error.
+fn named_conversation(header: Option<&str>) -> Result<Option<&str>, EngineError> {
+    match header.map(str::trim) {
+        None | Some("new") => Ok(None),
+        // Most often an unset variable in the client's code: a new conversation for each
+        // request would forget silently.
+        Some("") => Err(EngineError::Invalid(
+            "the x-recall-conversation header is empty: send a conversation id, or `new` (or \
+             no header) for a new conversation"
+                .into(),
+        )),
+        Some(id) => Ok(Some(id)),
     }
 }
