@@ -540,7 +540,7 @@ fn recall_embed_prints_model_dimension_and_a_unit_vector() {
     }
 }
 
-/// The summary run of issue 22: a 300-message conversation whose third message states a fact
+/// The summary run of issue 22: a 160-message conversation whose third message states a fact
 /// is compacted by the local model (in calls its 4,096-token context holds: the command is in
 /// docs/BENCHMARKS.md with the figures of a run), and a question
 /// about that fact, far older than the window, is answered from the summary; the same
@@ -568,7 +568,9 @@ fn the_real_model_compacts_and_answers_from_the_summary() {
         "painted the fence",
     ];
     let mut lines = Vec::new();
-    for i in 1..=300usize {
+    // 160 messages: under this policy two summariser calls (the second rolls the first's
+    // summary on), some 4 minutes with the 1.5B model on 2 cores.
+    for i in 1..=160usize {
         let (role, text) = match i {
             1 => ("user", "Hi! I want to keep a diary with you.".to_string()),
             2 => (
@@ -640,8 +642,12 @@ fn the_real_model_compacts_and_answers_from_the_summary() {
     );
     assert_eq!(report["status"], "compacted");
     assert!(
-        summary["to_seq"].as_i64().expect("to_seq") > 200,
+        summary["to_seq"].as_i64().expect("to_seq") > 100,
         "{report}"
+    );
+    assert!(
+        report["calls"].as_u64().expect("calls") >= 2,
+        "the summary should roll over more than one call: {report}"
     );
 
     let question = "What is the name of my sister's dog?";

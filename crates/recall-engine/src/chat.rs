@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Engine, EngineError};
+use crate::{ConversationRef, Engine, EngineError};
 
 /// How often a reply that is still streaming is saved as `partial`: a process killed
 /// mid-stream loses at most this much of the reply, never the turn.
@@ -149,13 +149,13 @@ impl Engine {
     /// a dropped future cannot save the reply's last part.
     pub async fn chat_turn(
         &self,
-        tenant: &str,
-        id: &str,
+        conv: ConversationRef<'_>,
         backend: &dyn Backend,
         turn: ChatTurn,
         cancel: CancellationToken,
         mut on_event: impl FnMut(TurnEvent) + Send,
     ) -> Result<TurnOutcome, EngineError> {
+        let ConversationRef { tenant, id } = conv;
         let user = self.user_message(&turn)?;
         // Check the conversation before storing anything, so a wrong id changes nothing.
         self.store.get_conversation(tenant, id).await?;
@@ -176,24 +176,23 @@ impl Engine {
         let user_seq = appended.seq;
         self.appended(tenant, id);
         on_event(TurnEvent::UserStored { seq: user_seq });
-        self.reply_turn(tenant, id, backend, &turn, user_seq, cancel, &mut on_event)
+        self.reply_turn(conv, backend, &turn, user_seq, cancel, &mut on_event)
             .await
     }
 
     /// The second half of a chat turn: the history ends with the message to answer
     /// (`user_seq`); builds the context, streams the reply and stores it (see
     /// [`Engine::chat_turn`]). A retry runs it alone on a fork.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn reply_turn(
         &self,
-        tenant: &str,
-        id: &str,
+        conv: ConversationRef<'_>,
         backend: &dyn Backend,
         turn: &ChatTurn,
         user_seq: i64,
         cancel: CancellationToken,
         on_event: &mut (dyn FnMut(TurnEvent) + Send),
     ) -> Result<TurnOutcome, EngineError> {
+        let ConversationRef { tenant, id } = conv;
         let prepared = self
             .chat_request(tenant, id, backend, &turn.overrides, None)
             .await?;

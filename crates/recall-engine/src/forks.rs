@@ -8,7 +8,7 @@ use recall_store::{Conversation, NewFork, StoreError, StoredMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::{ChatTurn, TurnEvent, TurnOutcome};
-use crate::{Engine, EngineError};
+use crate::{ConversationRef, Engine, EngineError};
 
 /// A retry or an edit: the fork it made (or, for a retry of an unanswered message, the
 /// conversation itself) and the turn that ran on it.
@@ -109,23 +109,22 @@ impl Engine {
     /// When `seq` is a user message that ends the conversation (its reply failed before any
     /// text, so none was stored), there is nothing to keep: the reply is written in place, on
     /// the conversation itself, with no fork and no `Forked` event.
-    #[allow(clippy::too_many_arguments)]
     pub async fn retry_turn(
         &self,
-        tenant: &str,
-        id: &str,
+        conv: ConversationRef<'_>,
         seq: i64,
         backend: &dyn Backend,
         turn: ChatTurn,
         cancel: CancellationToken,
         mut on_event: impl FnMut(TurnEvent) + Send,
     ) -> Result<Branched, EngineError> {
+        let ConversationRef { tenant, id } = conv;
         let m = self.body_message_at(tenant, id, seq).await?;
         if m.message.role == Role::User {
             let conversation = self.get_conversation(tenant, id).await?;
             if conversation.last_seq == seq {
                 let outcome = self
-                    .reply_turn(tenant, id, backend, &turn, seq, cancel, &mut on_event)
+                    .reply_turn(conv, backend, &turn, seq, cancel, &mut on_event)
                     .await?;
                 let conversation = self.get_conversation(tenant, id).await?;
                 return Ok(Branched {
@@ -153,8 +152,7 @@ impl Engine {
         });
         let outcome = self
             .reply_turn(
-                tenant,
-                &fork.id,
+                ConversationRef::new(tenant, &fork.id),
                 backend,
                 &turn,
                 seq - 1,
@@ -172,17 +170,16 @@ impl Engine {
     /// Edits the user message at `seq`: forks the conversation before it and runs a chat turn
     /// with `turn` (the new message) on the fork. The old message and what followed it stay,
     /// an alternative of the new one.
-    #[allow(clippy::too_many_arguments)]
     pub async fn edit_turn(
         &self,
-        tenant: &str,
-        id: &str,
+        conv: ConversationRef<'_>,
         seq: i64,
         backend: &dyn Backend,
         turn: ChatTurn,
         cancel: CancellationToken,
         mut on_event: impl FnMut(TurnEvent) + Send,
     ) -> Result<Branched, EngineError> {
+        let ConversationRef { tenant, id } = conv;
         let m = self.body_message_at(tenant, id, seq).await?;
         if m.message.role != Role::User || !m.message.has_text() {
             return Err(EngineError::Invalid(format!(
@@ -197,7 +194,13 @@ impl Engine {
             conversation_id: fork.id.clone(),
         });
         let outcome = self
-            .chat_turn(tenant, &fork.id, backend, turn, cancel, on_event)
+            .chat_turn(
+                ConversationRef::new(tenant, &fork.id),
+                backend,
+                turn,
+                cancel,
+                on_event,
+            )
             .await?;
         let conversation = self.get_conversation(tenant, &fork.id).await?;
         Ok(Branched {

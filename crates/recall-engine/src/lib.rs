@@ -75,6 +75,21 @@ impl Default for Limits {
     }
 }
 
+/// One tenant's conversation: what a use case on a conversation is given, so that the two
+/// never travel apart (or swapped) as loose strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConversationRef<'a> {
+    pub tenant: &'a str,
+    pub id: &'a str,
+}
+
+impl<'a> ConversationRef<'a> {
+    /// Conversation `id` of `tenant`.
+    pub fn new(tenant: &'a str, id: &'a str) -> Self {
+        ConversationRef { tenant, id }
+    }
+}
+
 /// The result of an append: one entry per message, and the warnings of validation.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AppendReport {

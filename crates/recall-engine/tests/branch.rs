@@ -13,7 +13,7 @@ use recall_core::message::Role;
 use recall_core::policy::{Count, Format, PolicyOverrides, TrimMode};
 use recall_engine::llm::{AnthropicBackend, HttpConfig, RetryPolicy};
 use recall_engine::store::{ConversationUpdate, MessageStatus, NewConversation, PgStore};
-use recall_engine::{ChatTurn, Engine, EngineError, Limits, TurnEvent};
+use recall_engine::{ChatTurn, ConversationRef, Engine, EngineError, Limits, TurnEvent};
 use recall_testkit::{anthropic, FakeServer, Reply};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -169,8 +169,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     let b = backend(&server);
     let first = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &b,
             ChatTurn::text("Capital of France?"),
             CancellationToken::new(),
@@ -184,8 +183,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     let mut events = Vec::new();
     let retried = e
         .retry_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             2,
             &b,
             ChatTurn::default(),
@@ -248,8 +246,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     // Edit the question on the retried path: a fork of the fork at 0.
     let edited = e
         .edit_turn(
-            T,
-            &fork.id,
+            ConversationRef::new(T, &fork.id),
             1,
             &b,
             ChatTurn::text("Capital of Italy?"),
@@ -279,8 +276,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     let no_call = |_| {};
     assert!(matches!(
         e.retry_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             1,
             &b,
             ChatTurn::default(),
@@ -292,8 +288,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     ));
     assert!(matches!(
         e.edit_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             2,
             &b,
             ChatTurn::text("x"),
@@ -305,9 +300,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     ));
     // A seq the conversation does not hold is the caller's mistake (the conversation exists).
     assert!(matches!(
-        e.retry_turn(
-            T,
-            &id,
+        e.retry_turn(ConversationRef::new(T, &id),
             9,
             &b,
             ChatTurn::default(),
@@ -319,8 +312,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     ));
     assert!(matches!(
         e.edit_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             1,
             &b,
             ChatTurn::text("  "),
@@ -332,8 +324,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     ));
     assert!(e
         .retry_turn(
-            "other",
-            &id,
+            ConversationRef::new("other", &id),
             2,
             &b,
             ChatTurn::default(),
@@ -412,8 +403,7 @@ async fn retry_of_an_unanswered_message_answers_it_in_place() {
     let b = backend(&server);
     let failed = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &b,
             ChatTurn::text("Capital of France?"),
             CancellationToken::new(),
@@ -427,8 +417,7 @@ async fn retry_of_an_unanswered_message_answers_it_in_place() {
     let mut events = Vec::new();
     let retried = e
         .retry_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             1,
             &b,
             ChatTurn::default(),
@@ -454,8 +443,7 @@ async fn retry_of_an_unanswered_message_answers_it_in_place() {
     // Now it has a reply: retrying the user message again is refused and changes nothing.
     let err = e
         .retry_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             1,
             &b,
             ChatTurn::default(),

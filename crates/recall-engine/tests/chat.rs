@@ -12,7 +12,7 @@ use recall_engine::llm::{
     RetryPolicy,
 };
 use recall_engine::store::{MessageStatus, NewConversation, StoredMessage};
-use recall_engine::{ChatTurn, Engine, EngineError, Limits, TurnEvent};
+use recall_engine::{ChatTurn, ConversationRef, Engine, EngineError, Limits, TurnEvent};
 use recall_testkit::{anthropic, openai, FakeServer, Part, Reply};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -94,8 +94,7 @@ async fn a_turn_stores_both_messages_and_sends_the_history() {
     let mut events = Vec::new();
     let first = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text("Our database is Postgres 16, by the way."),
             CancellationToken::new(),
@@ -116,8 +115,7 @@ async fn a_turn_stores_both_messages_and_sends_the_history() {
 
     let second = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text("Which database do we use?"),
             CancellationToken::new(),
@@ -172,8 +170,7 @@ async fn a_dropped_stream_keeps_the_user_turn_and_a_partial_reply() {
     let backend = anthropic_backend(&server);
     let out = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text("What is the answer?"),
             CancellationToken::new(),
@@ -196,8 +193,7 @@ async fn a_dropped_stream_keeps_the_user_turn_and_a_partial_reply() {
 
     // The partial reply is history for the next turn.
     e.chat_turn(
-        T,
-        &id,
+        ConversationRef::new(T, &id),
         &backend,
         ChatTurn::text("Go on."),
         CancellationToken::new(),
@@ -225,8 +221,7 @@ async fn an_auth_failure_stores_the_user_turn_only() {
     let backend = anthropic_backend(&server);
     let out = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text("hello"),
             CancellationToken::new(),
@@ -262,8 +257,7 @@ async fn cancelling_saves_what_arrived_as_partial() {
     let out = tokio::time::timeout(
         Duration::from_secs(20),
         e.chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text("Tell me a long story"),
             cancel,
@@ -307,8 +301,7 @@ async fn a_streaming_reply_is_saved_as_partial_before_it_ends() {
     let (e2, id2, b2) = (e.clone(), id.clone(), backend.clone());
     let turn = tokio::spawn(async move {
         e2.chat_turn(
-            T,
-            &id2,
+            ConversationRef::new(T, &id2),
             b2.as_ref(),
             ChatTurn::text("Two halves, please"),
             CancellationToken::new(),
@@ -348,8 +341,7 @@ async fn bad_turns_change_nothing() {
     for content in ["", "   \n\t "] {
         let err = e
             .chat_turn(
-                T,
-                &id,
+                ConversationRef::new(T, &id),
                 &backend,
                 ChatTurn::text(content),
                 CancellationToken::new(),
@@ -362,8 +354,7 @@ async fn bad_turns_change_nothing() {
     }
     let err = e
         .chat_turn(
-            T,
-            "no-such-conversation",
+            ConversationRef::new(T, "no-such-conversation"),
             &backend,
             ChatTurn::text("hi"),
             CancellationToken::new(),
@@ -375,8 +366,7 @@ async fn bad_turns_change_nothing() {
     // Another tenant cannot chat in this conversation.
     let err = e
         .chat_turn(
-            "other-tenant",
-            &id,
+            ConversationRef::new("other-tenant", &id),
             &backend,
             ChatTurn::text("hi"),
             CancellationToken::new(),
@@ -401,8 +391,7 @@ async fn a_repeated_client_id_is_a_conflict_and_sends_nothing() {
         ..ChatTurn::text("hello")
     };
     e.chat_turn(
-        T,
-        &id,
+        ConversationRef::new(T, &id),
         &backend,
         turn.clone(),
         CancellationToken::new(),
@@ -411,7 +400,13 @@ async fn a_repeated_client_id_is_a_conflict_and_sends_nothing() {
     .await
     .expect("first");
     let err = e
-        .chat_turn(T, &id, &backend, turn, CancellationToken::new(), |_| {})
+        .chat_turn(
+            ConversationRef::new(T, &id),
+            &backend,
+            turn,
+            CancellationToken::new(),
+            |_| {},
+        )
         .await
         .expect_err("retry");
     assert!(
@@ -424,8 +419,7 @@ async fn a_repeated_client_id_is_a_conflict_and_sends_nothing() {
     // is stored or sent.
     let err = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn {
                 client_id: Some("req-1".into()),
@@ -462,8 +456,7 @@ async fn the_conversation_policy_limits_what_is_sent_and_trimming_is_reported() 
     let mut notices = Vec::new();
     for msg in ["one", "two", "three"] {
         e.chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text(msg),
             CancellationToken::new(),
@@ -510,8 +503,7 @@ async fn openai_turns_work_the_same_way() {
     assert_eq!(backend.name(), "openai");
     let out = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text("Say hello"),
             CancellationToken::new(),

@@ -17,7 +17,8 @@ use recall_core::summary::{summarizer_prompt, target_tokens, Summary, SUMMARIZER
 use recall_engine::llm::{AnthropicBackend, HttpConfig, RetryPolicy};
 use recall_engine::store::NewConversation;
 use recall_engine::{
-    ChatTurn, CompactOptions, CompactStatus, Engine, EngineError, Limits, DEFAULT_TENANT as T,
+    ChatTurn, CompactOptions, CompactStatus, ConversationRef, Engine, EngineError, Limits,
+    DEFAULT_TENANT as T,
 };
 use recall_testkit::{anthropic, FakeServer, Recorded, Reply};
 use serde_json::{json, Value};
@@ -424,8 +425,7 @@ async fn chat_turns_compact_in_the_background() {
     };
     let out = engine
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             f.backend.as_ref(),
             turn,
             CancellationToken::new(),
@@ -448,8 +448,7 @@ async fn chat_turns_compact_in_the_background() {
     // The next turn carries it in its system prompt.
     let out = engine
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             f.backend.as_ref(),
             ChatTurn::text("And now?"),
             CancellationToken::new(),

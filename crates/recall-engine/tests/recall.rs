@@ -12,7 +12,7 @@ use recall_core::recall::RECALL_OPEN;
 use recall_core::{ContextRequest, Format, PolicyOverrides};
 use recall_engine::llm::{AnthropicBackend, HttpConfig, RetryPolicy};
 use recall_engine::store::NewConversation;
-use recall_engine::{ChatTurn, Engine, Limits};
+use recall_engine::{ChatTurn, ConversationRef, Engine, Limits};
 use recall_testkit::{anthropic, FakeServer, Reply};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -216,8 +216,7 @@ async fn a_conversation_whose_policy_recalls_does_so_on_every_chat_turn() {
     let backend = AnthropicBackend::new(c).expect("backend");
     let out = e
         .chat_turn(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             &backend,
             ChatTurn::text("What was the vault code again?"),
             CancellationToken::new(),

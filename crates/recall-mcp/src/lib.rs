@@ -30,7 +30,7 @@ use recall_core::context::ContextRequest;
 use recall_core::render::Prompt;
 use recall_engine::llm::Backend;
 use recall_engine::store::NewConversation;
-use recall_engine::{ChatTurn, Engine, EngineError};
+use recall_engine::{ChatTurn, ConversationRef, Engine, EngineError};
 use rmcp::handler::server::common::{schema_for_input, schema_for_output};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -360,8 +360,7 @@ impl RecallMcp {
         let r = self
             .engine
             .retry_turn(
-                &self.tenant,
-                &a.conversation_id,
+                ConversationRef::new(&self.tenant, &a.conversation_id),
                 a.seq,
                 backend.as_ref(),
                 turn,

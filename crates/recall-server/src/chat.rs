@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use recall_core::policy::PolicyOverrides;
 use recall_engine::llm::BackendEvent;
-use recall_engine::{ChatTurn, EngineError, TurnEvent, TurnOutcome};
+use recall_engine::{ChatTurn, ConversationRef, EngineError, TurnEvent, TurnOutcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -199,15 +199,29 @@ async fn start_turn_of(
         let result = match kind {
             TurnKind::Chat => {
                 engine
-                    .chat_turn(&tenant, &id, b, turn, token, on_event)
+                    .chat_turn(ConversationRef::new(&tenant, &id), b, turn, token, on_event)
                     .await
             }
             TurnKind::Retry(seq) => engine
-                .retry_turn(&tenant, &id, seq, b, turn, token, on_event)
+                .retry_turn(
+                    ConversationRef::new(&tenant, &id),
+                    seq,
+                    b,
+                    turn,
+                    token,
+                    on_event,
+                )
                 .await
                 .map(|r| r.outcome),
             TurnKind::Edit(seq) => engine
-                .edit_turn(&tenant, &id, seq, b, turn, token, on_event)
+                .edit_turn(
+                    ConversationRef::new(&tenant, &id),
+                    seq,
+                    b,
+                    turn,
+                    token,
+                    on_event,
+                )
                 .await
                 .map(|r| r.outcome),
         };

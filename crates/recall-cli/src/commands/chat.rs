@@ -15,7 +15,7 @@ use recall_engine::llm::discover::{
 };
 use recall_engine::llm::{build_backend, Backend, BackendEvent, PromptFormat};
 use recall_engine::store::{MessageStatus, NewConversation};
-use recall_engine::{ChatTurn, Engine, TurnEvent, TurnOutcome};
+use recall_engine::{ChatTurn, ConversationRef, Engine, TurnEvent, TurnOutcome};
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
 
@@ -241,9 +241,13 @@ async fn send(s: &Session, text: String) -> anyhow::Result<TurnOutcome> {
     let mut printer = Printer::default();
     let result = s
         .engine
-        .chat_turn(&s.tenant, &s.id, s.backend.as_ref(), turn, cancel, |ev| {
-            printer.event(ev)
-        })
+        .chat_turn(
+            ConversationRef::new(&s.tenant, &s.id),
+            s.backend.as_ref(),
+            turn,
+            cancel,
+            |ev| printer.event(ev),
+        )
         .await;
     on_ctrl_c.abort();
     let outcome = result.map_err(engine_err)?;
@@ -310,16 +314,26 @@ async fn branch(s: &mut Session, edit: Option<String>) -> anyhow::Result<()> {
     let result = match edit {
         Some(_) => {
             s.engine
-                .edit_turn(&s.tenant, &s.id, seq, b, turn, cancel, |ev| {
-                    printer.event(ev)
-                })
+                .edit_turn(
+                    ConversationRef::new(&s.tenant, &s.id),
+                    seq,
+                    b,
+                    turn,
+                    cancel,
+                    |ev| printer.event(ev),
+                )
                 .await
         }
         None => {
             s.engine
-                .retry_turn(&s.tenant, &s.id, seq, b, turn, cancel, |ev| {
-                    printer.event(ev)
-                })
+                .retry_turn(
+                    ConversationRef::new(&s.tenant, &s.id),
+                    seq,
+                    b,
+                    turn,
+                    cancel,
+                    |ev| printer.event(ev),
+                )
                 .await
         }
     };
