@@ -5,6 +5,7 @@
 //! reads the HTTP request, runs the forwarding in a task of its own (so a client going away
 //! leaves a `partial` reply, not a dropped one) and writes errors in each provider's shape.
 
+use std::task::{ready, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
@@ -12,7 +13,6 @@ use axum::extract::{Extension, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use recall_core::gateway::Provider;
 use recall_engine::llm::Usage;
 use recall_engine::{GatewayEvent, GatewayRequest};
@@ -175,10 +175,26 @@ async fn handle(
             metrics_state.inner.metrics.gateway(provider.name(), f);
         }
     });
-    let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(|ev| match ev {
-        GatewayEvent::Chunk(b) => Ok(b),
-        GatewayEvent::Head { .. } => Ok(axum::body::Bytes::new()),
-        GatewayEvent::Abort => Err(std::io::Error::other("the provider's stream broke off")),
+    // An abort is held back one poll: hyper flushes what it holds (the head, the chunks
+    // before) when the body is pending, but drops it when the body fails, and a client that
+    // got no head would not even learn its conversation's id.
+    let mut aborting = false;
+    let stream = futures::stream::poll_fn(move |cx| {
+        if aborting {
+            return Poll::Ready(Some(Err(std::io::Error::other(
+                "the provider's stream broke off",
+            ))));
+        }
+        match ready!(rx.poll_recv(cx)) {
+            Some(GatewayEvent::Chunk(b)) => Poll::Ready(Some(Ok(b))),
+            Some(GatewayEvent::Head { .. }) => Poll::Ready(Some(Ok(axum::body::Bytes::new()))),
+            Some(GatewayEvent::Abort) => {
+                aborting = true;
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            None => Poll::Ready(None),
+        }
     });
     let mut res = Response::new(Body::from_stream(stream));
     *res.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
