@@ -5,7 +5,10 @@ set -euo pipefail
 # Same reason as in .ci/run: never let fd 0 be closed while cargo runs.
 exec </dev/null
 cd "$(dirname "$0")/.."
+# Each step says when it starts, counted from here: where a slow run spent its time.
+step() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
+step "setup"
 bash scripts/setup.sh
 
 # --- recall-store: the PostgreSQL role setup.sh made where password-less logins are refused (begin) ---
@@ -21,20 +24,20 @@ if [ -z "${RECALL_CLAUDE_PATH:-}" ] && [ -x .tools/node_modules/.bin/claude ]; t
 fi
 # --- recall-llm (end) ---
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The fuzz targets live in their own workspace (fuzz/, nightly flags when fuzzing): check that
 # they still compile against the crates, on stable, so that an API change cannot rot them.
-echo "== fuzz targets compile"
+step "fuzz targets compile"
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked
 # In CI the property tests draw from a fixed seed, so that a red run can be replayed exactly;
 # local runs draw a new one each time (and record failures in *.proptest-regressions).
 if [ "${CI:-}" = true ]; then
   export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261122}"
 fi
-echo "== cargo test"
+step "cargo test"
 # Tests that skip part of their work outside CI (no local model, no `claude`, no PostgreSQL)
 # say so in this file (recall_testkit::skipped); the summary below is where a reader sees it,
 # since the test harness shows a passing test's output to nobody.
@@ -54,7 +57,8 @@ rm -f "$skip_log"
 # docs/DEPLOY.md done for real: PostgreSQL with Debian's default authentication, recall.toml
 # and keys, the systemd unit's command, nginx with TLS in front (scripts/deploy-check.sh).
 # It deploys the binary the tests above built (no second build of recall-cli).
-echo "== deployment check"
+step "deployment check"
 RECALL_BIN="$PWD/target/debug/recall" bash scripts/deploy-check.sh
 # --- deployment check (end) ---
+step "done (exit $status)"
 exit "$status"
