@@ -2,6 +2,10 @@
 //! current message, selection, rendering (docs/FORMATS.md §4–§5). `recall render` is this function
 //! plus I/O.
 //!
+//! It runs in two steps that a store's context shares: `prepare` (the current message,
+//! selection, the recall query) and `Prepared::finish` (rendering, with the recalled section and
+//! the summary; `Prepared::summary_before` is the seq the summary must end before).
+//!
 //! ```
 //! use recall_core::context::{build_context, ContextRequest};
 //! use recall_core::parse::{parse_conversation, ParseOptions};

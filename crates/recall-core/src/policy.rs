@@ -1,5 +1,36 @@
 //! Context policies: the limits selection applies (docs/FORMATS.md §4.1) and each format's
 //! defaults (§5).
+//!
+//! One policy type for every interface: `PolicyOverrides` is what a caller sets, and its doc
+//! comments are the help texts of all of them. `recall context`, `render` and `chat` flatten it
+//! (`#[command(flatten)]`, feature `clap`), so `--max-tokens` is its field; the HTTP context body
+//! flattens it (`#[serde(flatten)]`, its OpenAPI schema from feature `utoipa`); MCP's
+//! `get_context` arguments flatten it (JSON Schema from feature `schemars`); a conversation's
+//! stored default is a `ConversationPolicy` (an optional format and the same overrides), kept as
+//! JSON in `recall_store::Conversation`.
+//!
+//! Counts are `Count`: a whole number from 0 to 2^63 − 1, read from an integer or a whole float
+//! (`8000.0`) and from the same text on the command line, so no interface truncates. Reading
+//! overrides from JSON names the field in every error; `PolicyOverrides::validate` is the one
+//! place values are checked (today: `low_water` in (0, 1]), and `apply` checks again for values
+//! built in code. A request's format and policy are resolved in one pure function,
+//! `ContextRequest::resolve` (`crate::context`): the request's format, else the conversation's,
+//! else `transcript`; then that format's defaults, the stored values, the request's values. The
+//! engine calls it with the stored policy it read together with the window; no interface reads
+//! the conversation to find its format.
+//!
+//! `max_tokens` from the flag to SQL: clap reads a `Count` into `PolicyOverrides::max_tokens` →
+//! `ContextRequest` → `Engine::context` → `ContextRequest::resolve` gives `Policy::max_tokens`
+//! (less `recall_tokens` with recall on, less `summary_tokens` with summarize on) →
+//! `Store::conversation_window` → the store's pure plan (`window_plan`, `window`) turns the
+//! budget into a start on the running token totals → SQLite walks back to it, PostgreSQL probes
+//! the totals' index → `select` does the exact walk over what was read.
+//!
+//! Adding a field touches `PolicyOverrides` (the field, its doc comment, its clap attribute),
+//! `Policy` and `PolicyOverrides::apply`, `Format::default_policy` if formats differ, and the
+//! code that uses it (selection, or the store's window plan if it bounds the read). No interface
+//! changes: the CLI flag, the HTTP field, the MCP argument, both schemas and the stored JSON
+//! follow from the type.
 
 use std::fmt;
 use std::str::FromStr;

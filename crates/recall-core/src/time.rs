@@ -4,6 +4,10 @@
 //! Times are milliseconds since the Unix epoch, UTC, as every `created_at` column holds them.
 //! Nothing here reads the clock: the store passes its `now` to [`Timeline::new`].
 //!
+//! The rule: a given time stands unless it is earlier than the message before it or more than
+//! `MAX_FUTURE_SKEW_MS` (5 minutes) after that `now`, and such a time is refused; a message
+//! without one gets `now`, or the previous message's time when that is later.
+//!
 //! ```
 //! use recall_core::time::{format_rfc3339, parse_rfc3339};
 //! let ms = parse_rfc3339("2023-05-08T15:56:00.5+02:00").unwrap();

@@ -10,6 +10,11 @@
 //! Every [`Embedding`] carries the model name and its dimension with the L2-normalised vector,
 //! and [`Embedding::cosine`] refuses to compare vectors of different models, so vectors of two
 //! models are never mixed. This crate is a leaf: it knows no storage and no chat backend.
+//!
+//! `Embedder::embed_background` is what the engine's vector catch-up calls: the in-process model
+//! runs it on a rayon pool of one thread, so the catch-up takes one core whatever the machine
+//! has. `LazyMiniLm` loads the model the first time it embeds, which is how every interface uses
+//! the installed model by default (`RECALL_EMBED=off` aside: recall-cli's `db.rs`).
 
 mod embedding;
 mod error;

@@ -1,6 +1,11 @@
 //! The chat turn: persist the user message, build the context with the conversation's
 //! policy, stream the reply from a backend, and persist it — `partial` with whatever arrived
 //! when the stream fails or is cancelled, so a turn is never lost.
+//!
+//! A turn names its conversation with a `ConversationRef` (the tenant and id as one value), as
+//! retry and edit do. The user message is committed before the backend is called; the reply is
+//! saved as `partial` while it streams, at most every `PARTIAL_SAVE_INTERVAL` (500 ms), and
+//! finally as `complete` or `partial`.
 
 use std::time::Duration;
 

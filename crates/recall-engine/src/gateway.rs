@@ -5,6 +5,12 @@
 //! of its history, the request goes to the provider, and the reply is passed back byte for
 //! byte while it is read into the message stored (`partial` while it streams and when the
 //! client or the provider goes away).
+//!
+//! Two calls, so that a server can run the second in a task of its own: `gateway_prepare` stores
+//! what is new in the request and builds the body to forward; `gateway_forward` sends it through
+//! recall-llm's `proxy::Upstream`, and `relay` passes the answer on chunk by chunk while it
+//! stores the reply read from the same bytes. The turn holds its conversation's lock (`turns`)
+//! from the read of the stored history until the reply is stored.
 
 use std::time::Duration;
 

@@ -1,9 +1,10 @@
 //! Recall's lexical index, caught up off the request path: a context that recalls first
-//! indexes what is behind for at most [`INDEX_BUDGET`] (`Store::catch_up_recall`), ranks what
-//! is indexed, and says so when that is not everything (`stats.recalled.complete: false`);
-//! the rest is indexed in the background. From then on, appends to that conversation keep it
-//! caught up in the background too. A conversation nobody recalls from is never indexed (the
-//! index costs writes).
+//! indexes what is behind for at most [`INDEX_BUDGET`], 100 ms (`Store::catch_up_recall`),
+//! ranks what is indexed, and says so when that is not everything
+//! (`stats.recalled.complete: false`); the rest is indexed by one background task. From then
+//! on, appends to that conversation keep it caught up in the background too. A conversation
+//! nobody recalls from is never indexed (the index costs writes). The queue of conversations
+//! behind (`backlog`) is the one the vector catch-up uses too.
 //!
 //! A one-shot process (`recall context`) has no background that outlives it: it catches up
 //! fully before ranking ([`Engine::with_index_budget`] `None`).

@@ -4,6 +4,11 @@
 //! that an edit anywhere forks and a redacted message the client still holds never comes back.
 //! Only when the sums disagree, or are unknown (a history stored before they were kept), are
 //! the stored messages the request covers read and compared one by one.
+//!
+//! The sums are recall-core's (`gateway::mirror`), kept with every message row (`cum_mirror`,
+//! the conversation's `total_mirror`, migration 0013) by appends, forks, clears, updates and
+//! redactions. `Store::mirror_sums` answers with a few index probes and the range's redacted
+//! seqs, from the partial index `messages_redacted`.
 
 use recall_core::gateway::mirror;
 use recall_core::gateway::{common_prefix, match_history, HistoryMatch, StoredTurn};

@@ -11,6 +11,14 @@
 //! error or a refused answer (empty) commits nothing, so the previous summary stays in force;
 //! the next compaction retries. Without a set `max_input_tokens`, a call's input is sized to
 //! the context the backend says it serves (a local model's 4,096 tokens).
+//!
+//! With a summariser set (`Engine::with_summarizer`), a chat turn whose policy summarises and
+//! whose window has moved past the summary in force starts a compaction in a task of its own
+//! (`Engine::compact_after_turn`); the turn itself only reads the summary in force. The lease is
+//! renewed before every summariser call and every third of its length during one, expires
+//! `DEFAULT_LEASE` (120 s) after its last renewal, so a killed summariser's lease frees itself,
+//! and is released at the end. The lease's rules in the database are recall-store's
+//! (`summaries.rs` there).
 
 use std::sync::Arc;
 use std::time::Duration;

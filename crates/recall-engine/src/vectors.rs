@@ -7,9 +7,12 @@
 //! The catch-up also yields to appends: embedding is the heaviest work recall does, and on a
 //! small machine its matrix products slow every append that runs beside them (by a quarter
 //! on 2 cores, even on a thread of its own). So before each batch it waits until no append
-//! came for [`APPEND_QUIET`], but no longer than [`BUSY_SHARE`] − 1 times what its last
-//! batch took (at least [`MIN_YIELD`]): under a steady stream of appends it embeds at most a
-//! tenth of the time, and between the turns of a chat it runs at once.
+//! came for [`APPEND_QUIET`] (50 ms), but no longer than [`BUSY_SHARE`] − 1 times what its
+//! last batch took (at least [`MIN_YIELD`], 1 s): under a steady stream of appends it embeds
+//! at most a tenth of the time, and between the turns of a chat it runs at once. It embeds
+//! with `Embedder::embed_background`, which the in-process model runs on one thread, in
+//! batches of `BACKGROUND_BATCH` (8) messages, so that a batch is soon over when appends come
+//! back.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

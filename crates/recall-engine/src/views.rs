@@ -5,6 +5,12 @@
 //!
 //! Context stats are not here: they are [`recall_core::select::Stats`] itself, which carries
 //! the same derives.
+//!
+//! The views: `ConversationView` (with its `ForkPointView` and, where one conversation is read,
+//! its newest `SummaryView`), `MessageView`, `AlternativeView`, `SearchHitView`, `SummaryView`
+//! and `CompactView`. Adding a field to one touches its struct and its `From` impl;
+//! `crates/recall-cli/tests/mcp_http.rs` reads one conversation through the CLI, HTTP and MCP
+//! and compares the answers field for field.
 
 use recall_core::policy::ConversationPolicy;
 use recall_core::time::format_rfc3339;

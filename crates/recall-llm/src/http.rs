@@ -1,5 +1,11 @@
 //! What the two HTTP adapters share: sending with retries, mapping transport errors, and the
 //! task that reads an SSE body into events.
+//!
+//! One skeleton for both providers: an `Endpoint` is set up once from an `HttpConfig` (each
+//! provider's defaults: `HttpConfig::anthropic()`, `HttpConfig::openai()`), and `stream_call`
+//! encodes, sends with retries, checks the stream and decodes its SSE in a task. `Backend` is
+//! implemented once for every `HttpProvider`; a provider brings only its name, format, body,
+//! headers, error reading and decoder.
 
 use std::time::Duration;
 

@@ -19,6 +19,11 @@
 //! Errors: a bad argument, an unknown id or a failed engine call is a tool result with
 //! `isError: true` and a message the caller can act on; an unknown tool or a malformed
 //! request is a JSON-RPC error.
+//!
+//! The handler is written by hand (`list_tools`, `call_tool`, `get_tool`) rather than with
+//! rmcp's tool macros, so that an argument error is a tool result naming the field. Each tool
+//! converts its arguments, calls one engine method and converts the result: no validation,
+//! storage or rendering happens in this crate.
 
 pub mod streamable_http;
 pub mod tasks;

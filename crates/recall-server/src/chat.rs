@@ -2,6 +2,10 @@
 //! over a WebSocket with the same events as JSON frames. The turn itself is the engine's
 //! ([`recall_engine::Engine::chat_turn`]); it runs in a task of its own so that a client that
 //! goes away cancels it (the reply is then stored as `partial`) instead of dropping it.
+//!
+//! `POST …/retry` and `…/edit` run `retry_turn` and `edit_turn` the same way. The four bodies
+//! (chat, retry, edit, a WebSocket `user_message`) flatten one `TurnOptions`: the backend, the
+//! model, `max_output_tokens` and the policy fields.
 
 use std::convert::Infallible;
 

@@ -1,5 +1,8 @@
 //! `POST /v1/conversations/{id}/compact` and the summary a conversation's view shows: one
 //! engine call (`Engine::compact_conversation`).
+//!
+//! The compaction runs in a task of its own, so that a client going away does not cut a
+//! summariser call short.
 
 use axum::extract::{Extension, State};
 use axum::Json;

@@ -1,5 +1,8 @@
 //! The one error shape of the API: `{"error": {"type", "message"}}` with the status that says
 //! whose fault it was.
+//!
+//! Engine errors are mapped here; a summariser's failure or refused answer is 502
+//! `upstream_error`.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -4,6 +4,9 @@
 //! engine's ([`recall_engine::Engine::gateway_prepare`], `gateway_forward`); this module
 //! reads the HTTP request, runs the forwarding in a task of its own (so a client going away
 //! leaves a `partial` reply, not a dropped one) and writes errors in each provider's shape.
+//!
+//! Errors of the auth and rate-limit layers on these routes are rewritten in the provider's
+//! shape too, and each forwarded turn adds to the gateway metrics.
 
 use std::task::{ready, Poll};
 use std::time::Instant;

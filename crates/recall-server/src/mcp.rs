@@ -6,6 +6,9 @@
 //! headers under `--no-auth` ([`crate::guard`]), `Content-Type: application/json`, the body
 //! size. A body that is not JSON at all is answered here, as JSON-RPC asks: 400 with a
 //! `-32700` parse error; JSON that is not a JSON-RPC message is 400 with `-32600`.
+//!
+//! rmcp's own Host check is off (`loopback_hosts_only: false`): under `--no-auth` the server's
+//! loopback-`Host` check stands in for it on every route, so there is one check, not two.
 
 use axum::body::Body;
 use axum::extract::{Extension, Request};

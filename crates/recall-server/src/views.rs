@@ -1,5 +1,8 @@
 //! What the API returns and accepts, as typed structs (the OpenAPI document is generated from
 //! them).
+//!
+//! These are the server's own bodies (pages, append results, the context answer); the views
+//! every interface shares are recall-engine's (`views.rs` there).
 
 use recall_core::policy::{ConversationPolicy, Format, PolicyOverrides};
 pub use recall_engine::views::{ConversationView, ForkPointView, MessageView};

@@ -8,6 +8,10 @@
 //! escaping could not run a script or send data anywhere. `ServerConfig::web_dir` serves the
 //! files from a folder instead, read at each request, for working on the page without
 //! rebuilding.
+//!
+//! The page holds no logic the API lacks: it calls `/v1` as any client does, with the key the
+//! user typed, kept in the tab's session storage. Its modules each open with a
+//! `// recall web app: ` line saying what they hold (`app.js` starts the page).
 
 use std::path::PathBuf;
 

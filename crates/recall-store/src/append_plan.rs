@@ -3,6 +3,10 @@
 //! message under a stored client id) and which are conflicts (a different one), and how an
 //! update shifts the totals. Each database's engine reads the locked totals and the stored
 //! client ids, asks this plan, and writes what it says.
+//!
+//! Each message's time comes from recall-core's `Timeline`, after the history's newest message,
+//! which the conversation's row keeps with the running totals (`last_at`, migration 0011; a fork
+//! starts with its fork point's).
 
 use std::collections::HashMap;
 

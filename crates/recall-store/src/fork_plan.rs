@@ -26,6 +26,22 @@
 //!   detaches), a fork's row stores its chain once, at creation (migration 0008: `chain`, its
 //!   ancestors' segments as JSON, see [`encode_chain`], and `prefix_system`, whether they hold
 //!   a system message): reads take the chain from the row instead of a recursive query.
+//!
+//! A fork's row starts with P's running totals at k (the `cum_*` of P's newest row at or before
+//! k) and P's count at k (`k - (last_seq - message_count)`: seqs are gapless from the first
+//! present message). A fork cannot start right after a `partial` message, a reply still
+//! streaming that is updated when it ends (`StoreError::PartialForkPoint`). Reads take the chain
+//! from the row with the header: PostgreSQL unpacks it with `json_to_recordset` inside its one
+//! statement, a conversation that is no fork has a NULL chain and one segment, and the prefix's
+//! system messages are looked for only when `prefix_system` says there are some. Clearing a fork
+//! (the only way its links change) resets both with its `parent_id`; a fork row without a stored
+//! chain falls back to the recursive query (`CHAIN_SQL`).
+//!
+//! SQLite's context read walks on from the fork's oldest row into its parent's rows, one
+//! statement per segment; PostgreSQL's one statement probes every segment and keeps the oldest
+//! hit (`postgres::forks`). Message pages, system messages and a stable window's catch-up read
+//! segment after segment too. The foreign key on `parent_id` backs the rule that a conversation
+//! with forks is deleted only with them (`cascade`, its forks first).
 
 use crate::append_plan::Running;
 use crate::window::Totals;

@@ -8,6 +8,15 @@
 //! (`append_plan.rs`), stable-window state (`stable.rs`) and the plan of a context read
 //! (`window.rs`, `window_plan.rs`); each engine only answers those in its own way.
 //!
+//! Why a folder per engine, each on one driver, rather than one macro over sqlx (as before) or
+//! a crate per database: sqlx's SQLite driver costs more per statement than the statements do
+//! (`sqlite/mod.rs`), so SQLite's hot paths had moved to rusqlite already, leaving two append
+//! paths and three copies of the context read; PostgreSQL pays a round trip per statement, so
+//! its context read is one statement of index probes (`postgres/window.rs`). A folder per engine
+//! keeps which driver does what visible in the file layout, with no crate boundary between the
+//! engines and the plan they share. Each database has its own migrations folder
+//! (`migrations/sqlite/`, `migrations/postgres/`).
+//!
 //! What the store guarantees:
 //! - `seq` is strictly increasing and gapless per conversation; appends are serialised per
 //!   conversation (`BEGIN IMMEDIATE` on SQLite, a row lock on PostgreSQL).

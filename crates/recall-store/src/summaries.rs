@@ -1,6 +1,18 @@
 //! Compaction's storage, shared by both engines (migration 0009): the summary versions a
 //! conversation keeps, the lease that lets one summariser at a time work on it, and their SQL.
 //! What goes into a summary is the engine's and recall-core's (`recall_core::summary`).
+//!
+//! The lease (`compaction_leases`, a row per conversation) is taken by one conditional upsert
+//! when it is free, expired or the taker's own, and names the last message the summariser reads
+//! (`upto_seq`). A version commits in one transaction (on SQLite's writer; PostgreSQL locks the
+//! lease row `FOR UPDATE`) only while its writer holds the lease and no other version was
+//! committed since it started; else nothing is written (`StoreError::CompactionBusy`). A
+//! redaction or a deletion drops the versions that reach the message (`to_seq ≥ seq`): by the
+//! triggers of migration 0009 on `messages` for the conversation that stores it, and in the
+//! redaction's transaction for every fork that reads it; a clear drops all of a conversation's
+//! versions. The same statements first delete the lease of a summariser reading the message
+//! (`upto_seq ≥ seq`), so its commit fails; on PostgreSQL the lease row's lock orders a
+//! redaction after a commit in flight, whose version it then drops.
 
 use recall_core::tokens::Tokenizer;
 

@@ -9,8 +9,12 @@
 //! - recall-core depends on no runtime, database or HTTP crate (it is pure);
 //! - `anyhow` is a dependency of the binary crate only (libraries return typed errors);
 //! - clippy's `unwrap_used` and `expect_used` are denied workspace-wide, and every crate
-//!   inherits the workspace lints;
-//! - docs/ARCHITECTURE.md has a row for every crate, and names no crate that does not exist.
+//!   inherits the workspace lints (test code, benches and examples allow them at their crate
+//!   root, and `clippy.toml` allows them in `#[test]` code);
+//! - docs/ARCHITECTURE.md has a row for every crate, and names no crate that does not exist;
+//! - every file or folder docs/ARCHITECTURE.md names in backticks exists (the page is a map:
+//!   the mechanisms are described in the files it points to, so a stale name is a broken
+//!   link).
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -333,4 +337,85 @@ fn the_architecture_doc_names_every_crate() {
             "docs/ARCHITECTURE.md describes {named}, which is not in crates/"
         );
     }
+}
+
+/// A backticked token of docs/ARCHITECTURE.md that names a file or folder: one ending in a
+/// file type the repository holds or in `/`, or starting at a top-level folder (a route such
+/// as `/v1/` or a URL is not a path in the repository).
+fn looks_like_a_path(token: &str) -> bool {
+    !token.contains(char::is_whitespace)
+        && !token.starts_with('/')
+        && !token.contains("://")
+        && ([".rs", ".sh", ".md", ".toml", ".js", "/"]
+            .iter()
+            .any(|end| token.ends_with(end))
+            || ["crates/", "scripts/", "docs/"]
+                .iter()
+                .any(|start| token.starts_with(start)))
+}
+
+/// Whether a file named `name` is anywhere under `dir`.
+fn file_named_under(dir: &Path, name: &str) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries.map(|e| e.unwrap().path()).any(|p| {
+        if p.is_dir() {
+            file_named_under(&p, name)
+        } else {
+            p.file_name().is_some_and(|n| n == name)
+        }
+    })
+}
+
+/// ARCHITECTURE: the page names the files where each mechanism is described, so every file or
+/// folder it names in backticks must exist: a bare file name (`conn.rs`) somewhere under a
+/// crate's `src/`, a path (`src/sqlite/`, `summaries/compaction.rs`) from the repository root,
+/// a crate's folder or its `src/`.
+#[test]
+fn the_architecture_doc_names_only_existing_paths() {
+    let doc = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let crates = crate_dirs();
+    let mut bases = vec![root()];
+    for c in &crates {
+        bases.push(c.clone());
+        bases.push(c.join("src"));
+    }
+    // Backticked spans: every other piece between backticks, code fences left out (a span
+    // may run across a line break, as Markdown allows).
+    let text: Vec<&str> = doc
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("```"))
+        .collect();
+    let text = text.join("\n");
+    let mut tokens: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| looks_like_a_path(t))
+        .collect();
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert!(!tokens.is_empty(), "no paths found in docs/ARCHITECTURE.md");
+    let missing: Vec<&str> = tokens
+        .into_iter()
+        .filter(|t| {
+            let path = t.trim_end_matches('/');
+            if path.contains('/') {
+                !bases.iter().any(|b| b.join(path).exists())
+            } else if t.ends_with('/') {
+                !bases.iter().any(|b| b.join(path).is_dir())
+            } else {
+                !bases.iter().any(|b| b.join(path).is_file())
+                    && !crates
+                        .iter()
+                        .any(|c| file_named_under(&c.join("src"), path))
+            }
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md names files or folders that do not exist (rename or drop them): \
+         {missing:#?}"
+    );
 }

@@ -1,5 +1,9 @@
 //! Choosing recalled messages within their budget, and the section they are placed in
 //! (docs/FORMAT-DECISIONS.md, "Recall", has the bytes).
+//!
+//! `choose_from` takes hits in rank order (a tool pair whole) while they fit `recall_tokens` and
+//! returns them in chronological order. It reads candidates through a `CandidateSource`, only
+//! those it looks at, so a store reads no message the choice does not need.
 
 use std::collections::{HashMap, HashSet};
 

@@ -2,6 +2,9 @@
 //! read the stored client ids, ask the plan in `append_plan`, insert, advance the stable
 //! windows), the other writes that change running totals, and saving a caught-up stable
 //! window.
+//!
+//! A batch without client ids or times takes a one-statement path (`UPDATE … RETURNING` the
+//! totals): it sets `last_at = GREATEST(last_at, now)`, which is then every message's time.
 
 use std::collections::HashMap;
 

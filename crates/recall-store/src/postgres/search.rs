@@ -1,4 +1,7 @@
 //! PostgreSQL's full-text search: the `messages_fts` expression index follows every write.
+//!
+//! The index is a GIN index over `to_tsvector('simple', recall_message_text(content))`
+//! (migration 0002), kept by the database itself, so no write path here updates it.
 
 use super::PgStore;
 use crate::error::StoreError;

@@ -1,6 +1,10 @@
 //! SQLite's one append path, run by the writer (`writer.rs`) in its write transaction: read
 //! the totals and the stored client ids, ask the plan (`append_plan`), insert the rows, save
 //! the totals and advance the stable windows that were current (`stable`).
+//!
+//! An append writes as few pages as it can (every page a commit changes is written to the
+//! WAL): the message row, its primary-key entry and the conversation row. No index on the
+//! running totals and no search indexing at append (migration 0004).
 
 use std::collections::HashMap;
 

@@ -6,6 +6,9 @@
 //! whose writes all go through the writer, a read right after a write (a context after an
 //! append) costs about a third less there. Also the row helpers every SQLite statement
 //! shares.
+//!
+//! A read holds its connection without awaiting anything, so a write that finds the writer
+//! connection taken by a read goes to the writer thread and waits there (`writer.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
