@@ -70,14 +70,30 @@ impl Engine {
                 (conv, window, resolved)
             }
         };
+        self.bounded(tenant, &conv, window, req, resolved, max_bytes)
+            .await
+    }
+
+    /// The context built from `window` (read under `guarded(policy, max_bytes)`), checked
+    /// against `max_bytes` (see [`Engine::context_within`]).
+    async fn bounded(
+        &self,
+        tenant: &str,
+        conv: &Conversation,
+        window: Window,
+        req: &ContextRequest,
+        resolved: Resolved,
+        max_bytes: Option<usize>,
+    ) -> Result<ContextOutput, EngineError> {
+        let id = conv.id.as_str();
         let Some(limit) = max_bytes else {
-            return self.build(tenant, id, &conv, window, req, resolved).await;
+            return self.build(tenant, id, conv, window, req, resolved).await;
         };
         let cut_short = guarded(&resolved.policy, max_bytes) != resolved.policy
             && window.older > 0
             && window.messages.iter().map(|h| h.measure.chars).sum::<u64>() > limit as u64;
         let out = self
-            .build(tenant, id, &conv, window, req, resolved.clone())
+            .build(tenant, id, conv, window, req, resolved.clone())
             .await?;
         let size = prompt_bytes(&out.prompt);
         if size > limit {
@@ -96,7 +112,7 @@ impl Engine {
             .store
             .context_window(tenant, id, &resolved.policy)
             .await?;
-        let out = self.build(tenant, id, &conv, window, req, resolved).await?;
+        let out = self.build(tenant, id, conv, window, req, resolved).await?;
         let size = prompt_bytes(&out.prompt);
         if size > limit {
             return Err(EngineError::ContextTooLarge {
@@ -110,21 +126,23 @@ impl Engine {
 }
 
 impl Engine {
-    /// [`Engine::context`] of a conversation already read: its stored policy decides the
-    /// window read, so the window is read once (where `context` first guesses that there is
-    /// no stored policy, which a gateway conversation always has).
+    /// [`Engine::context_within`] of a conversation already read: its stored policy decides
+    /// the window read, so the window is read once (where `context_within` first guesses
+    /// that there is no stored policy, which a gateway conversation always has: that guess,
+    /// under a byte limit, read the whole history of a long conversation on every request).
     pub(crate) async fn context_of(
         &self,
         tenant: &str,
         conv: &Conversation,
         req: &ContextRequest,
+        max_bytes: Option<usize>,
     ) -> Result<ContextOutput, EngineError> {
         let resolved = resolve(conv, req)?;
         let window = self
             .store
-            .context_window(tenant, &conv.id, &resolved.policy)
+            .context_window(tenant, &conv.id, &guarded(&resolved.policy, max_bytes))
             .await?;
-        self.build(tenant, &conv.id, conv, window, req, resolved)
+        self.bounded(tenant, conv, window, req, resolved, max_bytes)
             .await
     }
 }

@@ -183,13 +183,9 @@ impl Engine {
         let (conv, mode, stored) = self.store_new(tenant, conv, window, &messages).await?;
 
         let req_context = ContextRequest::new(provider.format());
-        let context = match req.max_context_bytes {
-            Some(limit) => {
-                self.context_within(tenant, &conv.id, &req_context, Some(limit))
-                    .await?
-            }
-            None => self.context_of(tenant, &conv, &req_context).await?,
-        };
+        let context = self
+            .context_of(tenant, &conv, &req_context, req.max_context_bytes)
+            .await?;
         let Prompt::Json(rendered) = context.prompt else {
             return Err(EngineError::Invalid(
                 "the conversation's context is not in the provider's format".into(),
