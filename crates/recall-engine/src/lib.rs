@@ -49,7 +49,7 @@ pub use gateway::{
 pub use index::INDEX_BUDGET;
 pub use recall_embed as embed;
 pub use recall_llm as llm;
-pub use recall_store::{self as store, DEFAULT_TENANT};
+pub use recall_store::{self as store, ConversationRef, DEFAULT_TENANT};
 pub use summaries::{
     CompactOptions, CompactProgress, CompactReport, CompactStatus, Progress, DEFAULT_LEASE,
 };
@@ -72,21 +72,6 @@ impl Default for Limits {
             max_message_bytes: 1 << 20,
             max_messages_per_append: 1000,
         }
-    }
-}
-
-/// One tenant's conversation: what a use case on a conversation is given, so that the two
-/// never travel apart (or swapped) as loose strings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConversationRef<'a> {
-    pub tenant: &'a str,
-    pub id: &'a str,
-}
-
-impl<'a> ConversationRef<'a> {
-    /// Conversation `id` of `tenant`.
-    pub fn new(tenant: &'a str, id: &'a str) -> Self {
-        ConversationRef { tenant, id }
     }
 }
 

@@ -7,7 +7,8 @@
 use recall_core::context::Prepared;
 use recall_core::recall::{reciprocal_rank_fusion, Ranking, RecallSection};
 
-use crate::{Engine, EngineError};
+use crate::{ConversationRef, Engine, EngineError};
+use recall_store::RecallChoice;
 
 impl Engine {
     /// The recalled section of a prepared context: `None` when its policy does not recall.
@@ -52,15 +53,14 @@ impl Engine {
         hits.truncate(query.limit);
         let mut section = self
             .store
-            .recall_choose(
-                tenant,
-                id,
+            .recall_choose(RecallChoice {
+                conv: ConversationRef::new(tenant, id),
                 query,
-                &hits,
-                prepared.policy.tokenizer,
-                prepared.escape,
+                hits: &hits,
+                tokenizer: prepared.policy.tokenizer,
+                escape: prepared.escape,
                 complete,
-            )
+            })
             .await?;
         section.stats.ranking = ranking;
         Ok(Some(section))

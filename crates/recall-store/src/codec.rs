@@ -222,7 +222,7 @@ pub(crate) fn validate(e: &Encoded, m: &Message, n: usize) -> Result<(), StoreEr
 }
 
 /// A message ready to be written: its JSON columns and figures.
-pub(crate) struct Encoded {
+pub struct Encoded {
     pub client_id: Option<String>,
     pub role: &'static str,
     pub content: String,

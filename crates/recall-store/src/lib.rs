@@ -52,6 +52,8 @@
 
 mod append_plan;
 mod codec;
+mod conversations;
+mod driver;
 mod error;
 mod fork_plan;
 mod keys;
@@ -63,16 +65,18 @@ mod search;
 mod sqlite;
 mod stable;
 mod statements;
+mod store_impl;
 mod summaries;
+mod vectors;
 mod window;
 mod window_plan;
 
 pub use error::{DbError, StoreError};
 pub use keys::{ApiKey, NewApiKey};
 pub use model::{
-    core_measure, Appended, Conversation, ConversationUpdate, Figures, ForkPoint, MessageStatus,
-    MirrorSums, NewConversation, NewFork, NewMessage, NewVector, RecallHits, SearchHit,
-    StoredMessage, StoredTask, VectorTodo, REDACTED_TEXT,
+    core_measure, Appended, Conversation, ConversationRef, ConversationUpdate, Figures, ForkPoint,
+    MessageStatus, MirrorSums, NewConversation, NewFork, NewMessage, NewVector, RecallChoice,
+    RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo, REDACTED_TEXT,
 };
 pub use options::{Durability, SqliteOptions};
 pub use postgres::PgStore;
@@ -82,8 +86,7 @@ pub use window::Window;
 
 use async_trait::async_trait;
 use recall_core::policy::Policy;
-use recall_core::recall::{choose, Ranked, RecallCandidate, RecallKey, RecallQuery, RecallSection};
-use recall_core::tokens::Tokenizer;
+use recall_core::recall::{RecallCandidate, RecallKey, RecallQuery, RecallSection};
 
 /// The default tenant of single-user setups (the CLI, `--no-auth` servers).
 pub const DEFAULT_TENANT: &str = "default";
@@ -302,28 +305,7 @@ pub trait Store: Send + Sync {
     /// chooses; a store that reads cheaply one message at a time (SQLite) reads only those
     /// the choice looks at, and takes the excerpts' counts its index keeps. Either way the
     /// result is `choose`'s over the same messages.
-    #[allow(clippy::too_many_arguments)]
-    async fn recall_choose(
-        &self,
-        tenant: &str,
-        id: &str,
-        query: &RecallQuery,
-        hits: &[Ranked],
-        tokenizer: Tokenizer,
-        escape: bool,
-        complete: bool,
-    ) -> Result<RecallSection, StoreError> {
-        let keys = query.neighbour_keys(hits);
-        let candidates = self.recall_messages(tenant, id, query, &keys).await?;
-        Ok(choose(
-            query,
-            hits,
-            &candidates,
-            &tokenizer,
-            escape,
-            complete,
-        ))
-    }
+    async fn recall_choose(&self, choice: RecallChoice<'_>) -> Result<RecallSection, StoreError>;
 
     /// Messages of `tenant` not embedded yet under `model`: of conversation `id`, or of every
     /// conversation of the tenant when `None`; oldest first per conversation, at most `limit`.

@@ -269,3 +269,31 @@ pub struct NewVector {
     pub seq: i64,
     pub vector: Vec<f32>,
 }
+
+/// One tenant's conversation: what a use case on a conversation is given, so that the two
+/// never travel apart (or swapped) as loose strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConversationRef<'a> {
+    pub tenant: &'a str,
+    pub id: &'a str,
+}
+
+impl<'a> ConversationRef<'a> {
+    /// Conversation `id` of `tenant`.
+    pub fn new(tenant: &'a str, id: &'a str) -> Self {
+        ConversationRef { tenant, id }
+    }
+}
+
+/// What recall chooses its section from (see [`crate::Store::recall_choose`]): the hits of a
+/// conversation's history under a query, counted under `tokenizer`, escaped or not.
+#[derive(Debug, Clone, Copy)]
+pub struct RecallChoice<'a> {
+    pub conv: ConversationRef<'a>,
+    pub query: &'a recall_core::recall::RecallQuery,
+    pub hits: &'a [recall_core::recall::Ranked],
+    pub tokenizer: recall_core::tokens::Tokenizer,
+    pub escape: bool,
+    /// Whether the ranking reached every message it could (false: the section says so).
+    pub complete: bool,
+}

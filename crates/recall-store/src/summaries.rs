@@ -16,6 +16,9 @@
 
 use recall_core::tokens::Tokenizer;
 
+use crate::codec::now_ms;
+use crate::driver::{execute, params, row, rows, tx_rows, Conv, Row, Statements};
+
 /// A committed summary version.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StoredSummary {
@@ -157,33 +160,131 @@ pub(crate) fn check_commit(
     Ok(newest.unwrap_or(0) + 1)
 }
 
-/// A [`StoredSummary`] from its columns, in [`COLUMNS`] order.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn stored(
-    version: i64,
-    from_seq: i64,
-    to_seq: i64,
-    text: String,
-    o200k: i64,
-    cl100k: i64,
-    chars4: i64,
-    backend: String,
-    model: String,
-    created_at: i64,
-) -> StoredSummary {
-    let n = |v: i64| u64::try_from(v).unwrap_or(0);
-    StoredSummary {
-        version,
-        from_seq,
-        to_seq,
-        text,
+/// A [`StoredSummary`] from a row of [`COLUMNS`].
+pub(crate) fn summary_row(r: &dyn Row) -> Result<StoredSummary, crate::StoreError> {
+    let n =
+        |i: usize| -> Result<u64, crate::StoreError> { Ok(u64::try_from(r.int(i)?).unwrap_or(0)) };
+    Ok(StoredSummary {
+        version: r.int(0)?,
+        from_seq: r.int(1)?,
+        to_seq: r.int(2)?,
+        text: r.text(3)?,
         tokens: SummaryTokens {
-            o200k: n(o200k),
-            cl100k: n(cl100k),
-            chars4: n(chars4),
+            o200k: n(4)?,
+            cl100k: n(5)?,
+            chars4: n(6)?,
         },
-        backend,
-        model,
-        created_at,
+        backend: r.text(7)?,
+        model: r.text(8)?,
+        created_at: r.int(9)?,
+    })
+}
+
+/// Tenant `c.tenant`'s conversation: its newest summary ending before `before`.
+pub(crate) async fn summary_before<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    before: i64,
+) -> Result<Option<StoredSummary>, crate::StoreError> {
+    let sql = summary_before_sql();
+    row(db, &sql, &params![c.id, c.tenant, before], summary_row).await
+}
+
+/// The conversation's summary versions, newest first, at most `limit`.
+pub(crate) async fn summaries<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    limit: u32,
+) -> Result<Vec<StoredSummary>, crate::StoreError> {
+    rows(
+        db,
+        &list_summaries_sql(),
+        &params![c.id, c.tenant, limit],
+        summary_row,
+    )
+    .await
+}
+
+/// Takes or renews the lease (see [`crate::Store::take_compaction_lease`]).
+pub(crate) async fn take_lease<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    holder: &str,
+    expires_at: i64,
+    upto_seq: i64,
+) -> Result<bool, crate::StoreError> {
+    let values = params![c.id, c.tenant, holder, expires_at, now_ms(), upto_seq];
+    let taken = execute(db, TAKE_LEASE, &values).await?;
+    if taken == 0 {
+        // Not taken: held by another, or no such conversation for this tenant.
+        crate::conversations::get(db, c).await?;
     }
+    Ok(taken > 0)
+}
+
+/// Gives holder `holder`'s lease of conversation `id` up.
+pub(crate) async fn release_lease<D: Statements>(
+    db: &D,
+    id: &str,
+    holder: &str,
+) -> Result<(), crate::StoreError> {
+    if id.contains('\0') || holder.contains('\0') {
+        return Ok(());
+    }
+    execute(db, RELEASE_LEASE, &params![id, holder]).await?;
+    Ok(())
+}
+
+/// Commits a version in one transaction, while `holder` holds the lease and no other version
+/// came since `new.after_version` (the lease row locked where the database can).
+pub(crate) async fn commit<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    holder: &str,
+    new: NewSummary,
+) -> Result<StoredSummary, crate::StoreError> {
+    crate::conversations::get(db, c).await?;
+    let (id, holder) = (c.id.to_string(), holder.to_string());
+    let lease_sql = format!("{LEASE_HOLDER}{}", db.lock_rows());
+    db.write(Box::new(move |tx| {
+        Box::pin(async move {
+            let lease = tx_rows(tx, &lease_sql, &params![&id], |r| r.text(0)).await?;
+            let newest = tx_rows(tx, NEWEST_VERSION, &params![&id], |r| r.opt_int(0)).await?;
+            let newest = newest.into_iter().next().flatten();
+            let version = check_commit(
+                &id,
+                &holder,
+                lease.first().map(String::as_str),
+                newest,
+                &new,
+            )?;
+            let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            let created_at = now_ms();
+            let values = params![
+                &id,
+                version,
+                new.from_seq,
+                new.to_seq,
+                &new.text,
+                n(new.tokens.o200k),
+                n(new.tokens.cl100k),
+                n(new.tokens.chars4),
+                &new.backend,
+                &new.model,
+                created_at,
+            ];
+            tx.execute(INSERT_SUMMARY, &values).await?;
+            Ok(StoredSummary {
+                version,
+                from_seq: new.from_seq,
+                to_seq: new.to_seq,
+                text: new.text,
+                tokens: new.tokens,
+                backend: new.backend,
+                model: new.model,
+                created_at,
+            })
+        })
+    }))
+    .await
 }

@@ -13,7 +13,9 @@ use recall_core::recall::{
     choose, searchable_text, LexicalIndex, RecallCandidate, RecallKey, RecallQuery,
 };
 use recall_core::tokens::Tokenizer;
-use recall_store::{NewConversation, NewFork, NewMessage, Store, StoreError};
+use recall_store::{
+    ConversationRef, NewConversation, NewFork, NewMessage, RecallChoice, Store, StoreError,
+};
 use serde_json::json;
 
 const T: &str = "default";
@@ -353,7 +355,14 @@ async fn same_ranking_as_memory(s: &dyn Store, id: &str, rng: &mut common::Rng, 
         let escape = rng.chance(0.7);
         let want = choose(&q, &want, &candidates, &tokenizer, escape, true);
         let got = s
-            .recall_choose(T, id, &q, &got, tokenizer, escape, true)
+            .recall_choose(RecallChoice {
+                conv: ConversationRef::new(T, id),
+                query: &q,
+                hits: &got,
+                tokenizer,
+                escape,
+                complete: true,
+            })
             .await
             .expect("choose");
         let ctx = format!("{ctx}, budget {}, {tokenizer}, escape {escape}", q.budget);

@@ -8,11 +8,13 @@
 
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use sqlx::{PgConnection, Postgres, Row, Transaction};
 
 use super::PgStore;
 use crate::append_plan::{lookup_ids, plan_appends, replacement, Replaced, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
+use crate::driver::{AppendOps, Conv};
 use crate::error::StoreError;
 use crate::fork_plan::Segment;
 use crate::model::{Appended, Figures};
@@ -174,13 +176,101 @@ impl PgStore {
         Ok(seen)
     }
 
-    /// PostgreSQL's one append path, in one transaction.
-    pub(super) async fn write_appends(
+    /// A stable window's state caught up from `from` to `last_seq` (see `fold_stable`).
+    pub(super) async fn stable_catch_up(
+        conn: &mut PgConnection,
+        segs: &[Segment],
+        key: &StableKey,
+        from: StableRow,
+        last_seq: i64,
+    ) -> Result<StableRow, StoreError> {
+        let rows = Self::stable_rows_in(conn, segs, key, from.start_seq, last_seq).await?;
+        Ok(fold_stable(&rows, key, from, last_seq))
+    }
+
+    /// Advances, inside an append's transaction, the stable windows that were current before
+    /// it over the history it wrote (see `stable::advance`). Windows behind `before` are left
+    /// to the catch-up of the next context build.
+    async fn advance_stable(
+        tx: &mut Tx<'_>,
+        tenant: &str,
+        id: &str,
+        before: i64,
+        last_seq: i64,
+        added: &[Figures],
+    ) -> Result<(), StoreError> {
+        let current: Vec<(String, i64, i64)> = sqlx::query_as(CURRENT_STABLE_WINDOWS)
+            .bind(id)
+            .bind(before)
+            .fetch_all(&mut **tx)
+            .await?;
+        for (policy_key, start_seq, cost) in current {
+            // A key this version did not write is never looked up again: leave it.
+            let Some(key) = StableKey::parse(&policy_key) else {
+                continue;
+            };
+            let next = match advance(&key, (start_seq, cost), added, before, last_seq) {
+                Advance::Grown(next) => next,
+                Advance::CatchUp(from) => {
+                    // A fork's window may start in its parent's rows.
+                    let segs = Self::chain(tx, tenant, id).await?;
+                    Self::stable_catch_up(tx, &segs, &key, from, last_seq).await?
+                }
+            };
+            sqlx::query(UPDATE_STABLE_WINDOW)
+                .bind(id)
+                .bind(&policy_key)
+                .bind(next.start_seq)
+                .bind(next.cost)
+                .bind(next.last_seq)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Saves a stable window's state, unless the conversation changed since the read that
+    /// computed it (`snap`) or is gone.
+    pub(super) async fn save_stable(
         &self,
         tenant: &str,
         id: &str,
-        encoded: &[Encoded],
+        key: &StableKey,
+        save: &StableRow,
+        snap: &Snapshot,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let r = match Self::lock_running(&mut tx, tenant, id).await {
+            Ok(r) => r,
+            // Deleted meanwhile: nothing to save.
+            Err(StoreError::ConversationNotFound(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if snap.unchanged(&r) {
+            sqlx::query(SAVE_STABLE_WINDOW)
+                .bind(id)
+                .bind(key.key())
+                .bind(save.start_seq)
+                .bind(save.cost)
+                .bind(save.last_seq)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AppendOps for PgStore {
+    /// PostgreSQL's one append path, in one transaction.
+    async fn append_encoded(
+        &self,
+        c: Conv<'_>,
+        encoded: Vec<Encoded>,
     ) -> Result<Vec<Appended>, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let encoded = encoded.as_slice();
         let has_client_ids = encoded.iter().any(|e| e.client_id.is_some());
         // Given times are checked against the newest message's under the lock.
         let locked = has_client_ids || encoded.iter().any(|e| e.created_at.is_some());
@@ -254,67 +344,10 @@ impl PgStore {
         Ok(plan.out)
     }
 
-    /// A stable window's state caught up from `from` to `last_seq` (see `fold_stable`).
-    pub(super) async fn stable_catch_up(
-        conn: &mut PgConnection,
-        segs: &[Segment],
-        key: &StableKey,
-        from: StableRow,
-        last_seq: i64,
-    ) -> Result<StableRow, StoreError> {
-        let rows = Self::stable_rows_in(conn, segs, key, from.start_seq, last_seq).await?;
-        Ok(fold_stable(&rows, key, from, last_seq))
-    }
-
-    /// Advances, inside an append's transaction, the stable windows that were current before
-    /// it over the history it wrote (see `stable::advance`). Windows behind `before` are left
-    /// to the catch-up of the next context build.
-    async fn advance_stable(
-        tx: &mut Tx<'_>,
-        tenant: &str,
-        id: &str,
-        before: i64,
-        last_seq: i64,
-        added: &[Figures],
-    ) -> Result<(), StoreError> {
-        let current: Vec<(String, i64, i64)> = sqlx::query_as(CURRENT_STABLE_WINDOWS)
-            .bind(id)
-            .bind(before)
-            .fetch_all(&mut **tx)
-            .await?;
-        for (policy_key, start_seq, cost) in current {
-            // A key this version did not write is never looked up again: leave it.
-            let Some(key) = StableKey::parse(&policy_key) else {
-                continue;
-            };
-            let next = match advance(&key, (start_seq, cost), added, before, last_seq) {
-                Advance::Grown(next) => next,
-                Advance::CatchUp(from) => {
-                    // A fork's window may start in its parent's rows.
-                    let segs = Self::chain(tx, tenant, id).await?;
-                    Self::stable_catch_up(tx, &segs, &key, from, last_seq).await?
-                }
-            };
-            sqlx::query(UPDATE_STABLE_WINDOW)
-                .bind(id)
-                .bind(&policy_key)
-                .bind(next.start_seq)
-                .bind(next.cost)
-                .bind(next.last_seq)
-                .execute(&mut **tx)
-                .await?;
-        }
-        Ok(())
-    }
-
     /// Replaces message `seq` (encoded as `e`) and shifts the running totals after it.
-    pub(super) async fn replace_message(
-        &self,
-        tenant: &str,
-        id: &str,
-        seq: i64,
-        e: &Encoded,
-    ) -> Result<(), StoreError> {
+    async fn replace_message(&self, c: Conv<'_>, seq: i64, e: Encoded) -> Result<(), StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let e = &e;
         let mut tx = self.pool.begin().await?;
         let mut r = Self::lock_running(&mut tx, tenant, id).await?;
         Self::before_update(&mut tx, id, seq).await?;
@@ -361,37 +394,6 @@ impl PgStore {
         r.shift(delta);
         r.mirror = r.mirror.map(|m| mirror::add(m, d_mirror));
         Self::save_running(&mut tx, id, &r).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Saves a stable window's state, unless the conversation changed since the read that
-    /// computed it (`snap`) or is gone.
-    pub(super) async fn save_stable(
-        &self,
-        tenant: &str,
-        id: &str,
-        key: &StableKey,
-        save: &StableRow,
-        snap: &Snapshot,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let r = match Self::lock_running(&mut tx, tenant, id).await {
-            Ok(r) => r,
-            // Deleted meanwhile: nothing to save.
-            Err(StoreError::ConversationNotFound(_)) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        if snap.unchanged(&r) {
-            sqlx::query(SAVE_STABLE_WINDOW)
-                .bind(id)
-                .bind(key.key())
-                .bind(save.start_seq)
-                .bind(save.cost)
-                .bind(save.last_seq)
-                .execute(&mut *tx)
-                .await?;
-        }
         tx.commit().await?;
         Ok(())
     }

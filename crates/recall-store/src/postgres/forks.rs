@@ -6,13 +6,15 @@
 //! the history holds such a row there (a conversation that is no fork keeps its
 //! one-statement probes, `window.rs`).
 
+use async_trait::async_trait;
 use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::{conversation_at, stored_at, PgStore};
-use crate::append_plan::replacement;
+use crate::append_plan::{replacement, Running};
 use crate::codec::{check_text, now_ms, policy_text};
+use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
     after, apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
@@ -128,200 +130,6 @@ impl PgStore {
         Ok((Totals::default(), None, Some(0)))
     }
 
-    /// Forks conversation `id` at `at`, holding its row lock (so no update of its messages
-    /// runs meanwhile).
-    pub(super) async fn fork_in_tx(
-        &self,
-        tenant: &str,
-        id: &str,
-        at: i64,
-        new: &NewFork,
-    ) -> Result<Conversation, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        Self::lock_running(&mut tx, tenant, id).await?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let from = Self::get_in(&mut tx, tenant, id).await?;
-        if at < 0 || at > from.last_seq {
-            return Err(StoreError::Invalid(format!(
-                "at: {at} is not a point of conversation '{id}' (0 to its last seq, {})",
-                from.last_seq
-            )));
-        }
-        let parent = fork_parent(&segs, at)
-            .map(|s| s.id.clone())
-            .unwrap_or_else(|| id.to_string());
-        if let Some(o) = owner(&segs, at) {
-            let status: Option<String> = sqlx::query_scalar(STATUS_AT)
-                .bind(&o.id)
-                .bind(at)
-                .fetch_optional(&mut *tx)
-                .await?;
-            check_fork_point(id, at, status.as_deref())?;
-        }
-        let (totals, last_at, mirror) = Self::totals_at(&mut tx, &segs, at).await?;
-        let run = fork_running(
-            at,
-            count_at(from.last_seq, from.message_count, at),
-            totals,
-            last_at,
-            mirror,
-        );
-        let title = new.title.clone().or_else(|| from.title.clone());
-        check_text("title", title.as_deref().unwrap_or(""))?;
-        let fork_id = uuid::Uuid::now_v7().to_string();
-        let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
-        // What every read of the fork would otherwise find again: its chain, and whether its
-        // prefix holds a system message.
-        let ancestors = fork_ancestors(&segs, at);
-        let mut prefix_system = false;
-        for seg in &ancestors {
-            let found: bool = sqlx::query_scalar(SYSTEM_IN_SEGMENT)
-                .bind(&seg.id)
-                .bind(seg.upto)
-                .fetch_one(&mut *tx)
-                .await?;
-            prefix_system |= found;
-        }
-        sqlx::query(INSERT_FORK)
-            .bind(&fork_id)
-            .bind(tenant)
-            .bind(&title)
-            .bind(&from.system_prompt)
-            .bind(serde_json::Value::Object(from.metadata.clone()).to_string())
-            .bind(policy_text(from.policy.as_ref())?)
-            .bind(now_ms())
-            .bind(&parent)
-            .bind(at)
-            .bind(count)
-            .bind(o)
-            .bind(c)
-            .bind(ch)
-            .bind(c4)
-            .bind(turns)
-            .bind(cuts)
-            .bind(encode_chain(&ancestors)?)
-            .bind(prefix_system)
-            .bind(run.last_at)
-            .bind(run.mirror)
-            .execute(&mut *tx)
-            .await?;
-        if at == from.last_seq {
-            sqlx::query(COPY_STABLE_WINDOWS)
-                .bind(&fork_id)
-                .bind(id)
-                .bind(at)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let conv = Self::get_in(&mut tx, tenant, &fork_id).await?;
-        tx.commit().await?;
-        Ok(conv)
-    }
-
-    /// The direct forks of conversation `id`.
-    pub(super) async fn forks_of(
-        &self,
-        tenant: &str,
-        id: &str,
-    ) -> Result<Vec<Conversation>, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        Self::get_in(&mut conn, tenant, id).await?;
-        let rows = sqlx::query(&forks_of_sql())
-            .bind(id)
-            .bind(tenant)
-            .fetch_all(&mut *conn)
-            .await?;
-        rows.iter().map(conversation_at).collect()
-    }
-
-    /// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`), read in one
-    /// snapshot.
-    pub(super) async fn mirror_sums_of(
-        &self,
-        tenant: &str,
-        id: &str,
-        at: i64,
-    ) -> Result<MirrorSums, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            .execute(&mut *tx)
-            .await?;
-        let (last_seq, count, total): (i64, i64, Option<i64>) = sqlx::query_as(MIRROR_TOTAL)
-            .bind(id)
-            .bind(tenant)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let mut sum_at = Some(0);
-        for seg in truncate(&segs, at) {
-            let found: Option<Option<i64>> = sqlx::query_scalar(MIRROR_AT)
-                .bind(&seg.id)
-                .bind(seg.upto)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if let Some(m) = found {
-                sum_at = m;
-                break;
-            }
-        }
-        let mut redacted = Vec::new();
-        for (seg, from, upto) in after(&segs, at) {
-            let seqs: Vec<i64> = sqlx::query_scalar(REDACTED_IN)
-                .bind(&seg)
-                .bind(from)
-                .bind(upto)
-                .fetch_all(&mut *tx)
-                .await?;
-            redacted.extend(seqs);
-        }
-        tx.commit().await?;
-        redacted.sort_unstable();
-        Ok(MirrorSums {
-            last_seq,
-            count,
-            total,
-            at: sum_at,
-            redacted,
-        })
-    }
-
-    /// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
-    pub(super) async fn delete_tree(
-        &self,
-        tenant: &str,
-        id: &str,
-        cascade: bool,
-    ) -> Result<u64, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        Self::lock_running(&mut tx, tenant, id).await?;
-        let forks = Self::count_of(&mut tx, FORK_COUNT, id, None).await?;
-        if forks > 0 && !cascade {
-            return Err(has_forks(id, forks, "delete"));
-        }
-        let mut ids: Vec<String> = if forks > 0 {
-            sqlx::query_scalar(DESCENDANTS)
-                .bind(id)
-                .fetch_all(&mut *tx)
-                .await?
-        } else {
-            Vec::new()
-        };
-        ids.push(id.to_string());
-        for d in &ids {
-            for sql in [DELETE_STABLE_WINDOWS, DELETE_MESSAGES] {
-                sqlx::query(sql).bind(d).execute(&mut *tx).await?;
-            }
-            sqlx::query(DELETE_CONVERSATION)
-                .bind(d)
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(ids.len() as u64)
-    }
-
     /// Refuses a clear of a conversation with forks; a fork that is cleared stops reading
     /// its parent.
     pub(super) async fn before_clear(tx: &mut Tx<'_>, id: &str) -> Result<(), StoreError> {
@@ -344,178 +152,6 @@ impl PgStore {
             return Err(has_forks(id, forks, &format!("update message {seq} of")));
         }
         Ok(())
-    }
-
-    /// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts
-    /// the running totals of every conversation that reads it, each under its row lock.
-    pub(super) async fn redact_in_tx(
-        &self,
-        tenant: &str,
-        id: &str,
-        seq: i64,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let not_found = || StoreError::MessageNotFound {
-            conversation: id.to_string(),
-            seq,
-        };
-        let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
-        let mut readers: Vec<String> = sqlx::query_scalar(DESCENDANTS_READING)
-            .bind(&o)
-            .bind(seq)
-            .fetch_all(&mut *tx)
-            .await?;
-        readers.insert(0, o.clone());
-        // Every conversation whose totals move is locked first, in id order after the
-        // owner (appends lock one row; two redactions lock in the same order).
-        for c in &readers {
-            sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
-                .bind(c)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let old = Self::replaced(&mut tx, &o, seq)
-            .await?
-            .ok_or_else(not_found)?;
-        let e = redaction(&old.role)?;
-        let f = &e.figures;
-        sqlx::query(REDACT_MESSAGE)
-            .bind(&o)
-            .bind(seq)
-            .bind(&e.content)
-            .bind(f.tokens_o200k)
-            .bind(f.tokens_cl100k)
-            .bind(f.chars)
-            .bind(f.flags())
-            .execute(&mut *tx)
-            .await?;
-        // The client id may carry user data: only its hash stays, for a retry to be
-        // recognised.
-        let cid: Option<String> = sqlx::query_scalar(CLIENT_ID_OF)
-            .bind(&o)
-            .bind(seq)
-            .fetch_one(&mut *tx)
-            .await?;
-        if let Some(cid) = cid {
-            sqlx::query(SET_CLIENT_ID)
-                .bind(&o)
-                .bind(seq)
-                .bind(crate::append_plan::redacted_client_id(&cid))
-                .execute(&mut *tx)
-                .await?;
-        }
-        let delta = replacement((&old.figures, &old.role), (f, e.role));
-        let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = delta;
-        let d_mirror = mirror::shift(seq, old.mirror, mirror::REDACTED);
-        // The forks' documents may hold the message's words (`DROP_RECALL_INDEX`), under the
-        // lock their catch-up takes.
-        for c in readers.iter().filter(|c| **c != o) {
-            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('recall_index:' || $1, 0))")
-                .bind(c)
-                .execute(&mut *tx)
-                .await?;
-            for sql in crate::recall_plan::DROP_RECALL_INDEX {
-                sqlx::query(sql).bind(c).execute(&mut *tx).await?;
-            }
-        }
-        for c in &readers {
-            if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
-                let mut q = sqlx::query(SHIFT_RUNNING).bind(c).bind(seq);
-                for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] {
-                    q = q.bind(d);
-                }
-                q.execute(&mut *tx).await?;
-            }
-            if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
-                sqlx::query(DELETE_STABLE_WINDOWS)
-                    .bind(c)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let mut q = sqlx::query(SHIFT_TOTALS).bind(c);
-            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_turns, d_mirror] {
-                q = q.bind(d);
-            }
-            q.execute(&mut *tx).await?;
-            // A summary stands for the message as it was; a summariser reading it cannot
-            // commit. The lease goes first (see migration 0009's trigger).
-            for sql in [
-                crate::summaries::DROP_LEASE_FROM,
-                crate::summaries::DROP_SUMMARIES_FROM,
-            ] {
-                sqlx::query(sql).bind(c).bind(seq).execute(&mut *tx).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Changes the settings of conversation `id` under its row lock.
-    pub(super) async fn update_settings(
-        &self,
-        tenant: &str,
-        id: &str,
-        update: &ConversationUpdate,
-    ) -> Result<Conversation, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        Self::lock_running(&mut tx, tenant, id).await?;
-        let mut conv = Self::get_in(&mut tx, tenant, id).await?;
-        if apply_update(&mut conv, update)? {
-            sqlx::query(DELETE_STABLE_WINDOWS)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query(UPDATE_SETTINGS)
-            .bind(id)
-            .bind(&conv.title)
-            .bind(&conv.system_prompt)
-            .bind(serde_json::Value::Object(conv.metadata.clone()).to_string())
-            .bind(policy_text(conv.policy.as_ref())?)
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await?;
-        let conv = Self::get_in(&mut tx, tenant, id).await?;
-        tx.commit().await?;
-        Ok(conv)
-    }
-
-    /// A page of a history across its chain (one snapshot).
-    pub(super) async fn page(
-        &self,
-        tenant: &str,
-        id: &str,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            .await?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let mut out = Vec::new();
-        for seg in segs.iter().rev() {
-            let left = i64::from(limit) - out.len() as i64;
-            if left <= 0 {
-                break;
-            }
-            if seg.upto <= after {
-                continue;
-            }
-            let rows = sqlx::query(&page_upto_sql())
-                .bind(&seg.id)
-                .bind(after)
-                .bind(seg.upto)
-                .bind(left)
-                .fetch_all(&mut *tx)
-                .await?;
-            for r in &rows {
-                out.push(stored_at(r, 0)?);
-            }
-        }
-        tx.commit().await?;
-        Ok(out)
     }
 
     /// The first row of a history (oldest first) whose running total in `column` reaches
@@ -692,10 +328,384 @@ impl PgStore {
         }
         Ok(out)
     }
+}
+
+#[async_trait]
+impl ForkOps for PgStore {
+    /// Forks conversation `id` at `at`, holding its row lock (so no update of its messages
+    /// runs meanwhile).
+    async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let new = &new;
+        let mut tx = self.pool.begin().await?;
+        Self::lock_running(&mut tx, tenant, id).await?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let from = Self::get_in(&mut tx, tenant, id).await?;
+        if at < 0 || at > from.last_seq {
+            return Err(StoreError::Invalid(format!(
+                "at: {at} is not a point of conversation '{id}' (0 to its last seq, {})",
+                from.last_seq
+            )));
+        }
+        let parent = fork_parent(&segs, at)
+            .map(|s| s.id.clone())
+            .unwrap_or_else(|| id.to_string());
+        if let Some(o) = owner(&segs, at) {
+            let status: Option<String> = sqlx::query_scalar(STATUS_AT)
+                .bind(&o.id)
+                .bind(at)
+                .fetch_optional(&mut *tx)
+                .await?;
+            check_fork_point(id, at, status.as_deref())?;
+        }
+        let (totals, last_at, mirror) = Self::totals_at(&mut tx, &segs, at).await?;
+        let run = fork_running(
+            at,
+            count_at(from.last_seq, from.message_count, at),
+            totals,
+            last_at,
+            mirror,
+        );
+        let title = new.title.clone().or_else(|| from.title.clone());
+        check_text("title", title.as_deref().unwrap_or(""))?;
+        let fork_id = uuid::Uuid::now_v7().to_string();
+        let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
+        // What every read of the fork would otherwise find again: its chain, and whether its
+        // prefix holds a system message.
+        let ancestors = fork_ancestors(&segs, at);
+        let mut prefix_system = false;
+        for seg in &ancestors {
+            let found: bool = sqlx::query_scalar(SYSTEM_IN_SEGMENT)
+                .bind(&seg.id)
+                .bind(seg.upto)
+                .fetch_one(&mut *tx)
+                .await?;
+            prefix_system |= found;
+        }
+        sqlx::query(INSERT_FORK)
+            .bind(&fork_id)
+            .bind(tenant)
+            .bind(&title)
+            .bind(&from.system_prompt)
+            .bind(serde_json::Value::Object(from.metadata.clone()).to_string())
+            .bind(policy_text(from.policy.as_ref())?)
+            .bind(now_ms())
+            .bind(&parent)
+            .bind(at)
+            .bind(count)
+            .bind(o)
+            .bind(c)
+            .bind(ch)
+            .bind(c4)
+            .bind(turns)
+            .bind(cuts)
+            .bind(encode_chain(&ancestors)?)
+            .bind(prefix_system)
+            .bind(run.last_at)
+            .bind(run.mirror)
+            .execute(&mut *tx)
+            .await?;
+        if at == from.last_seq {
+            sqlx::query(COPY_STABLE_WINDOWS)
+                .bind(&fork_id)
+                .bind(id)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let conv = Self::get_in(&mut tx, tenant, &fork_id).await?;
+        tx.commit().await?;
+        Ok(conv)
+    }
+
+    /// The direct forks of conversation `id`.
+    async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let mut conn = self.pool.acquire().await?;
+        Self::get_in(&mut conn, tenant, id).await?;
+        let rows = sqlx::query(&forks_of_sql())
+            .bind(id)
+            .bind(tenant)
+            .fetch_all(&mut *conn)
+            .await?;
+        rows.iter().map(conversation_at).collect()
+    }
+
+    /// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`), read in one
+    /// snapshot.
+    async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let (last_seq, count, total): (i64, i64, Option<i64>) = sqlx::query_as(MIRROR_TOTAL)
+            .bind(id)
+            .bind(tenant)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let mut sum_at = Some(0);
+        for seg in truncate(&segs, at) {
+            let found: Option<Option<i64>> = sqlx::query_scalar(MIRROR_AT)
+                .bind(&seg.id)
+                .bind(seg.upto)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(m) = found {
+                sum_at = m;
+                break;
+            }
+        }
+        let mut redacted = Vec::new();
+        for (seg, from, upto) in after(&segs, at) {
+            let seqs: Vec<i64> = sqlx::query_scalar(REDACTED_IN)
+                .bind(&seg)
+                .bind(from)
+                .bind(upto)
+                .fetch_all(&mut *tx)
+                .await?;
+            redacted.extend(seqs);
+        }
+        tx.commit().await?;
+        redacted.sort_unstable();
+        Ok(MirrorSums {
+            last_seq,
+            count,
+            total,
+            at: sum_at,
+            redacted,
+        })
+    }
+
+    /// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
+    async fn delete_tree(&self, c: Conv<'_>, cascade: bool) -> Result<u64, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let mut tx = self.pool.begin().await?;
+        Self::lock_running(&mut tx, tenant, id).await?;
+        let forks = Self::count_of(&mut tx, FORK_COUNT, id, None).await?;
+        if forks > 0 && !cascade {
+            return Err(has_forks(id, forks, "delete"));
+        }
+        let mut ids: Vec<String> = if forks > 0 {
+            sqlx::query_scalar(DESCENDANTS)
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await?
+        } else {
+            Vec::new()
+        };
+        ids.push(id.to_string());
+        for d in &ids {
+            for sql in [DELETE_STABLE_WINDOWS, DELETE_MESSAGES] {
+                sqlx::query(sql).bind(d).execute(&mut *tx).await?;
+            }
+            sqlx::query(DELETE_CONVERSATION)
+                .bind(d)
+                .bind(tenant)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(ids.len() as u64)
+    }
+
+    /// Under the conversation's row lock.
+    async fn clear(&self, c: Conv<'_>) -> Result<u64, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let mut tx = self.pool.begin().await?;
+        let r = Self::lock_running(&mut tx, tenant, id).await?;
+        Self::before_clear(&mut tx, id).await?;
+        let removed = sqlx::query(DELETE_MESSAGES)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        for sql in [
+            DELETE_STABLE_WINDOWS,
+            crate::summaries::DROP_LEASE,
+            crate::summaries::DROP_SUMMARIES,
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        Self::save_running(&mut tx, id, &Running::cleared(r.last_seq)).await?;
+        tx.commit().await?;
+        Ok(removed)
+    }
+
+    /// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts
+    /// the running totals of every conversation that reads it, each under its row lock.
+    async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let mut tx = self.pool.begin().await?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let not_found = || StoreError::MessageNotFound {
+            conversation: id.to_string(),
+            seq,
+        };
+        let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
+        let mut readers: Vec<String> = sqlx::query_scalar(DESCENDANTS_READING)
+            .bind(&o)
+            .bind(seq)
+            .fetch_all(&mut *tx)
+            .await?;
+        readers.insert(0, o.clone());
+        // Every conversation whose totals move is locked first, in id order after the
+        // owner (appends lock one row; two redactions lock in the same order).
+        for c in &readers {
+            sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
+                .bind(c)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let old = Self::replaced(&mut tx, &o, seq)
+            .await?
+            .ok_or_else(not_found)?;
+        let e = redaction(&old.role)?;
+        let f = &e.figures;
+        sqlx::query(REDACT_MESSAGE)
+            .bind(&o)
+            .bind(seq)
+            .bind(&e.content)
+            .bind(f.tokens_o200k)
+            .bind(f.tokens_cl100k)
+            .bind(f.chars)
+            .bind(f.flags())
+            .execute(&mut *tx)
+            .await?;
+        // The client id may carry user data: only its hash stays, for a retry to be
+        // recognised.
+        let cid: Option<String> = sqlx::query_scalar(CLIENT_ID_OF)
+            .bind(&o)
+            .bind(seq)
+            .fetch_one(&mut *tx)
+            .await?;
+        if let Some(cid) = cid {
+            sqlx::query(SET_CLIENT_ID)
+                .bind(&o)
+                .bind(seq)
+                .bind(crate::append_plan::redacted_client_id(&cid))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let delta = replacement((&old.figures, &old.role), (f, e.role));
+        let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = delta;
+        let d_mirror = mirror::shift(seq, old.mirror, mirror::REDACTED);
+        // The forks' documents may hold the message's words (`DROP_RECALL_INDEX`), under the
+        // lock their catch-up takes.
+        for c in readers.iter().filter(|c| **c != o) {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('recall_index:' || $1, 0))")
+                .bind(c)
+                .execute(&mut *tx)
+                .await?;
+            for sql in crate::recall_plan::DROP_RECALL_INDEX {
+                sqlx::query(sql).bind(c).execute(&mut *tx).await?;
+            }
+        }
+        for c in &readers {
+            if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
+                let mut q = sqlx::query(SHIFT_RUNNING).bind(c).bind(seq);
+                for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] {
+                    q = q.bind(d);
+                }
+                q.execute(&mut *tx).await?;
+            }
+            if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+                sqlx::query(DELETE_STABLE_WINDOWS)
+                    .bind(c)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            let mut q = sqlx::query(SHIFT_TOTALS).bind(c);
+            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_turns, d_mirror] {
+                q = q.bind(d);
+            }
+            q.execute(&mut *tx).await?;
+            // A summary stands for the message as it was; a summariser reading it cannot
+            // commit. The lease goes first (see migration 0009's trigger).
+            for sql in [
+                crate::summaries::DROP_LEASE_FROM,
+                crate::summaries::DROP_SUMMARIES_FROM,
+            ] {
+                sqlx::query(sql).bind(c).bind(seq).execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Changes the settings of conversation `id` under its row lock.
+    async fn update_settings(
+        &self,
+        c: Conv<'_>,
+        update: ConversationUpdate,
+    ) -> Result<Conversation, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let update = &update;
+        let mut tx = self.pool.begin().await?;
+        Self::lock_running(&mut tx, tenant, id).await?;
+        let mut conv = Self::get_in(&mut tx, tenant, id).await?;
+        if apply_update(&mut conv, update)? {
+            sqlx::query(DELETE_STABLE_WINDOWS)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query(UPDATE_SETTINGS)
+            .bind(id)
+            .bind(&conv.title)
+            .bind(&conv.system_prompt)
+            .bind(serde_json::Value::Object(conv.metadata.clone()).to_string())
+            .bind(policy_text(conv.policy.as_ref())?)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
+        let conv = Self::get_in(&mut tx, tenant, id).await?;
+        tx.commit().await?;
+        Ok(conv)
+    }
+
+    /// A page of a history across its chain (one snapshot).
+    async fn page(
+        &self,
+        c: Conv<'_>,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .await?;
+        let segs = Self::chain(&mut tx, tenant, id).await?;
+        let mut out = Vec::new();
+        for seg in segs.iter().rev() {
+            let left = i64::from(limit) - out.len() as i64;
+            if left <= 0 {
+                break;
+            }
+            if seg.upto <= after {
+                continue;
+            }
+            let rows = sqlx::query(&page_upto_sql())
+                .bind(&seg.id)
+                .bind(after)
+                .bind(seg.upto)
+                .bind(left)
+                .fetch_all(&mut *tx)
+                .await?;
+            for r in &rows {
+                out.push(stored_at(r, 0)?);
+            }
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
 
     /// Vacuums the messages table (dead row versions, a redacted message's old text among
     /// them, become free space; PostgreSQL does not overwrite it until it is reused).
-    pub(super) async fn vacuum(&self) -> Result<(), StoreError> {
+    async fn vacuum(&self) -> Result<(), StoreError> {
         sqlx::query("VACUUM messages").execute(&self.pool).await?;
         Ok(())
     }

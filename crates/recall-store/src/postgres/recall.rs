@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use recall_core::policy::RecallScope;
+use async_trait::async_trait;
 use recall_core::recall::{
     rank_postings, ranked_terms, Posting, Ranked, RecallCandidate, RecallKey, RecallQuery,
     TermList, POSTINGS_PER_TERM,
@@ -15,6 +15,7 @@ use recall_core::recall::{
 use sqlx::Row;
 
 use super::{stored_at, PgStore};
+use crate::driver::{Conv, RecallOps};
 use crate::error::StoreError;
 use crate::model::RecallHits;
 use crate::recall_plan::{
@@ -238,22 +239,6 @@ impl PgStore {
         Ok((ranges, behind))
     }
 
-    /// Indexes conversation `id`'s whole history for recall (see
-    /// [`crate::Store::catch_up_recall`]), a batch per transaction.
-    pub(super) async fn catch_up_index(
-        &self,
-        tenant: &str,
-        id: &str,
-        budget: Option<std::time::Duration>,
-    ) -> Result<bool, StoreError> {
-        // Every range, the conversation's own up to its newest message.
-        let (_, behind) = self.recall_index(tenant, id, i64::MAX).await?;
-        crate::recall_plan::catch_up(behind, budget, |seg, hi| async move {
-            self.index_batch(&seg, hi).await
-        })
-        .await
-    }
-
     /// The lexical hits over `ranges` (see `recall_plan`): two statements, the figures and
     /// then the ranked terms' best postings.
     async fn rank(
@@ -311,38 +296,48 @@ impl PgStore {
             .collect();
         Ok(rank_postings(n, &lists, limit))
     }
+}
 
-    /// The lexical hits for `query` (see [`crate::Store::recall_lexical`]).
-    pub(super) async fn recall_hits(
+#[async_trait]
+impl RecallOps for PgStore {
+    /// Indexes conversation `id`'s whole history for recall (see
+    /// [`crate::Store::catch_up_recall`]), a batch per transaction.
+    async fn catch_up_index(
         &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
+        budget: Option<std::time::Duration>,
+    ) -> Result<bool, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        // Every range, the conversation's own up to its newest message.
+        let (_, behind) = self.recall_index(tenant, id, i64::MAX).await?;
+        crate::recall_plan::catch_up(behind, budget, |seg, hi| async move {
+            self.index_batch(&seg, hi).await
+        })
+        .await
+    }
+
+    /// Over the recall index as far as it is caught up.
+    async fn conversation_hits(
+        &self,
+        c: Conv<'_>,
         query: &RecallQuery,
     ) -> Result<RecallHits, StoreError> {
-        if query.terms.is_empty() || query.limit == 0 {
-            return Ok(RecallHits {
-                hits: Vec::new(),
-                complete: true,
-            });
-        }
-        let (hits, complete) = match query.scope {
-            RecallScope::Conversation => {
-                let (ranges, behind) = self.recall_index(tenant, id, query.before).await?;
-                let hits = self.rank(&ranges, &query.terms, query.limit).await?;
-                (hits, behind.is_empty())
-            }
-            RecallScope::Tenant => (self.tenant_hits(tenant, id, query).await?, true),
-        };
-        Ok(RecallHits { hits, complete })
+        let (tenant, id) = (c.tenant, c.id);
+        let (ranges, behind) = self.recall_index(tenant, id, query.before).await?;
+        let hits = self.rank(&ranges, &query.terms, query.limit).await?;
+        Ok(RecallHits {
+            hits,
+            complete: behind.is_empty(),
+        })
     }
 
     /// `ts_rank_cd` hits over the tenant's messages (`tenant` scope).
     async fn tenant_hits(
         &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         query: &RecallQuery,
     ) -> Result<Vec<Ranked>, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
         // The tsvector expression is the index's, character for character, so the index is
         // used.
         let sql = "SELECT CASE WHEN m.conversation_id = $2 THEN NULL ELSE m.conversation_id END, \
@@ -372,13 +367,13 @@ impl PgStore {
     }
 
     /// The messages under `keys` (see [`crate::Store::recall_messages`]).
-    pub(super) async fn recall_read(
+    async fn recall_read(
         &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         query: &RecallQuery,
         keys: &[RecallKey],
     ) -> Result<Vec<RecallCandidate>, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
         let segs = {
             let mut conn = self.pool.acquire().await?;
             Self::chain(&mut conn, tenant, id).await?

@@ -3,13 +3,17 @@
 //! The index is a GIN index over `to_tsvector('simple', recall_message_text(content))`
 //! (migration 0002), kept by the database itself, so no write path here updates it.
 
+use async_trait::async_trait;
+
 use super::PgStore;
+use crate::driver::SearchOps;
 use crate::error::StoreError;
 use crate::model::SearchHit;
 
-impl PgStore {
+#[async_trait]
+impl SearchOps for PgStore {
     /// Full-text search with the `simple` configuration; `ts_rank` order.
-    pub(super) async fn search_hits(
+    async fn search_hits(
         &self,
         tenant: &str,
         words: &[String],

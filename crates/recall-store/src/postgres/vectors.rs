@@ -1,21 +1,23 @@
-//! Recall's vectors on PostgreSQL (migration 0005): the backlog a catch-up embeds, saving its
-//! vectors in one transaction, and the brute-force cosine ranking over what is stored.
+//! Recall's vectors on PostgreSQL (migration 0005): the backlog a catch-up embeds and the
+//! brute-force cosine ranking over what is stored.
 
+use async_trait::async_trait;
 use futures::TryStreamExt;
 use recall_core::policy::RecallScope;
-use recall_core::recall::{vector_to_bytes, CosineTop, RecallQuery};
+use recall_core::recall::{CosineTop, RecallQuery};
 use sqlx::Row;
 
 use super::{stored_at, PgStore};
+use crate::driver::{Conv, VectorOps};
 use crate::error::StoreError;
-use crate::model::{NewVector, RecallHits, VectorTodo};
+use crate::model::{RecallHits, VectorTodo};
 use crate::statements::{
-    vector_backlog_sql, RECALL_VECTORS, RECALL_VECTORS_TENANT, SAVE_VECTOR, SAVE_VECTOR_PROGRESS,
-    VECTORS_BEHIND, VECTOR_PROGRESS,
+    vector_backlog_sql, RECALL_VECTORS, RECALL_VECTORS_TENANT, VECTORS_BEHIND, VECTOR_PROGRESS,
 };
 
-impl PgStore {
-    pub(super) async fn backlog(
+#[async_trait]
+impl VectorOps for PgStore {
+    async fn backlog(
         &self,
         tenant: &str,
         id: Option<&str>,
@@ -42,54 +44,14 @@ impl PgStore {
             .collect()
     }
 
-    pub(super) async fn save(
+    async fn semantic(
         &self,
-        tenant: &str,
-        model: &str,
-        dim: usize,
-        vectors: Vec<NewVector>,
-        progress: Vec<(String, i64)>,
-    ) -> Result<(), StoreError> {
-        let dim = i32::try_from(dim).map_err(|_| StoreError::Invalid("dimension".into()))?;
-        let mut tx = self.pool.begin().await?;
-        for v in &vectors {
-            if i32::try_from(v.vector.len()).ok() != Some(dim) {
-                return Err(StoreError::Invalid(format!(
-                    "a vector of {} values for a model of {dim} dimensions",
-                    v.vector.len()
-                )));
-            }
-            sqlx::query(SAVE_VECTOR)
-                .bind(&v.conversation_id)
-                .bind(v.seq)
-                .bind(model)
-                .bind(dim)
-                .bind(vector_to_bytes(&v.vector))
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await?;
-        }
-        for (conv, upto) in &progress {
-            sqlx::query(SAVE_VECTOR_PROGRESS)
-                .bind(conv)
-                .bind(model)
-                .bind(*upto)
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    pub(super) async fn semantic(
-        &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         query: &RecallQuery,
         model: &str,
         vector: &[f32],
     ) -> Result<RecallHits, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
         let progress: Option<(i64, i64)> = sqlx::query_as(VECTOR_PROGRESS)
             .bind(id)
             .bind(tenant)

@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use async_trait::async_trait;
 use recall_core::message::Role;
 use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
@@ -16,6 +17,7 @@ use sqlx::Row;
 
 use super::{conversation_at, stored_at, PgStore};
 use crate::codec::decode_message;
+use crate::driver::{Conv, WindowOps};
 use crate::error::StoreError;
 use crate::fork_plan::{stored_history_segments, stored_segments, Segment};
 use crate::model::{Conversation, StoredMessage};
@@ -210,19 +212,6 @@ fn finish_fast_window(
 }
 
 impl PgStore {
-    /// The conversation and its window: one statement when it can, else the transaction.
-    pub(super) async fn read_window(
-        &self,
-        tenant: &str,
-        id: &str,
-        policy: &Policy,
-    ) -> Result<(Conversation, Window), StoreError> {
-        if let Some(found) = self.window_fast_sqlx(tenant, id, policy).await? {
-            return Ok(found);
-        }
-        self.window_in_tx(tenant, id, policy).await
-    }
-
     /// The conversation row as the read transaction sees it, and its history's segments
     /// (`None` for a fork whose row holds no chain). A fork's snapshot counts the system
     /// messages of its prefix too.
@@ -539,5 +528,21 @@ impl PgStore {
         }
         let window = system.window(snap.count, messages, stable_start);
         Ok((conv, window))
+    }
+}
+
+#[async_trait]
+impl WindowOps for PgStore {
+    /// The conversation and its window: one statement when it can, else the transaction.
+    async fn read_window(
+        &self,
+        c: Conv<'_>,
+        policy: &Policy,
+    ) -> Result<(Conversation, Window), StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
+        if let Some(found) = self.window_fast_sqlx(tenant, id, policy).await? {
+            return Ok(found);
+        }
+        self.window_in_tx(tenant, id, policy).await
     }
 }

@@ -8,12 +8,15 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{OptionalExtension, Transaction};
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::conn::named;
 use super::forks::stable_rows;
+use super::SqliteStore;
 use crate::append_plan::{lookup_ids, plan_appends, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
+use crate::driver::{AppendOps, Conv};
 use crate::error::StoreError;
 use crate::model::{Appended, Figures};
 use crate::stable::{advance, fold_stable, Advance, StableRow};
@@ -24,7 +27,7 @@ use crate::statements::{
 use crate::window::StableKey;
 
 /// The conversation's running totals, read under the write lock.
-pub(super) fn running(tx: &Transaction<'_>, tenant: &str, id: &str) -> Result<Running, StoreError> {
+pub(super) fn running(tx: &Connection, tenant: &str, id: &str) -> Result<Running, StoreError> {
     tx.prepare_cached(RUNNING)?
         .query_row(named(&[&id, &tenant]).as_slice(), |row| {
             Ok(Running {
@@ -46,7 +49,7 @@ pub(super) fn running(tx: &Transaction<'_>, tenant: &str, id: &str) -> Result<Ru
 }
 
 /// Saves the running totals of conversation `id`.
-pub(super) fn save_running(tx: &Transaction<'_>, id: &str, r: &Running) -> Result<(), StoreError> {
+pub(super) fn save_running(tx: &Connection, id: &str, r: &Running) -> Result<(), StoreError> {
     let [a, b, c, d, e, f, g, h] = r.columns();
     let now = now_ms();
     tx.prepare_cached(SAVE_RUNNING)?.execute(
@@ -60,7 +63,7 @@ pub(super) fn save_running(tx: &Transaction<'_>, id: &str, r: &Running) -> Resul
 
 /// The stored messages under the client ids of `encoded`.
 fn stored_ids(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: &str,
     encoded: &[Encoded],
 ) -> Result<HashMap<String, StoredId>, StoreError> {
@@ -95,8 +98,8 @@ fn stored_ids(
 }
 
 /// Appends an encoded batch in the writer's transaction (committed by the writer).
-pub(super) fn append(
-    tx: &Transaction<'_>,
+fn append(
+    tx: &Connection,
     tenant: &str,
     id: &str,
     encoded: &[Encoded],
@@ -155,7 +158,7 @@ pub(super) fn append(
 /// then) over the history it wrote (`added`), up to `last_seq` (see `stable::advance`).
 /// Windows behind `before` are left to the catch-up of the next context build.
 fn advance_stable(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     tenant: &str,
     id: &str,
     before: i64,
@@ -193,7 +196,7 @@ fn advance_stable(
 
 /// A stable window's state caught up from `from` to `last_seq`.
 fn catch_up(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     tenant: &str,
     id: &str,
     key: &StableKey,
@@ -204,4 +207,25 @@ fn catch_up(
     let segs = super::forks::chain(tx, tenant, id)?;
     let rows = stable_rows(tx, &segs, key, from.start_seq, last_seq)?;
     Ok(fold_stable(&rows, key, from, last_seq))
+}
+
+#[async_trait]
+impl AppendOps for SqliteStore {
+    async fn append_encoded(
+        &self,
+        c: Conv<'_>,
+        encoded: Vec<Encoded>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+        self.writer
+            .write(move |tx| append(tx, &tenant, &id, &encoded))
+            .await
+    }
+
+    async fn replace_message(&self, c: Conv<'_>, seq: i64, e: Encoded) -> Result<(), StoreError> {
+        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+        self.writer
+            .write(move |tx| super::writes::update_message(tx, &tenant, &id, seq, &e))
+            .await
+    }
 }

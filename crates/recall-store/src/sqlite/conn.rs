@@ -18,6 +18,7 @@ use crate::options::Durability;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::codec::{ConversationColumns, MessageColumns};
+use crate::driver::{EachRow, Param, Row};
 use crate::error::StoreError;
 use crate::model::{Conversation, StoredMessage};
 
@@ -233,4 +234,47 @@ pub(super) fn message_columns<'r>(
 /// The message in `statements::MESSAGE_COLUMNS` at columns 0–10.
 pub(super) fn stored_message(row: &rusqlite::Row<'_>) -> Result<StoredMessage, StoreError> {
     message_columns(row, text(row, 1)?)?.decode()
+}
+
+impl rusqlite::ToSql for Param {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, Value};
+        Ok(match self {
+            Param::Int(v) | Param::OptInt(Some(v)) => ToSqlOutput::from(*v),
+            Param::Text(s) | Param::OptText(Some(s)) => ToSqlOutput::from(s.as_str()),
+            Param::OptInt(None) | Param::OptText(None) => ToSqlOutput::Owned(Value::Null),
+            Param::Bytes(b) => ToSqlOutput::from(b.as_slice()),
+        })
+    }
+}
+
+impl Row for rusqlite::Row<'_> {
+    fn int(&self, i: usize) -> Result<i64, StoreError> {
+        Ok(self.get(i)?)
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        Ok(self.get(i)?)
+    }
+    fn text(&self, i: usize) -> Result<String, StoreError> {
+        Ok(self.get(i)?)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.get(i)?)
+    }
+}
+
+/// Runs `sql` with `params` on `conn`, handing `each` its rows.
+pub(super) fn each_row(
+    conn: &Connection,
+    sql: &str,
+    params: &[Param],
+    each: EachRow<'_>,
+) -> Result<(), StoreError> {
+    let values: Vec<&dyn rusqlite::ToSql> = params.iter().map(|p| p as _).collect();
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(named(&values).as_slice())?;
+    while let Some(row) = rows.next()? {
+        each(row)?;
+    }
+    Ok(())
 }

@@ -2,12 +2,17 @@
 //! deleting and clearing with forks, redaction, settings, and the reads that cross from a
 //! fork's rows into its parent's (message pages, system messages, a stable window's rows).
 
-use rusqlite::{Connection, OptionalExtension, Transaction};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::append::running;
 use super::conn::{conversation, named, stored_message};
+use super::SqliteStore;
 use crate::append_plan::{replacement, Replaced};
 use crate::codec::{check_text, now_ms, policy_text};
+use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
     after, apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
@@ -106,8 +111,8 @@ fn totals_at(
 }
 
 /// Forks conversation `id` at `at` (see `Store::fork_conversation`).
-pub(super) fn fork(
-    tx: &Transaction<'_>,
+fn fork(
+    tx: &Connection,
     tenant: &str,
     id: &str,
     at: i64,
@@ -195,11 +200,7 @@ pub(super) fn fork(
 }
 
 /// The direct forks of conversation `id`.
-pub(super) fn forks(
-    conn: &Connection,
-    tenant: &str,
-    id: &str,
-) -> Result<Vec<Conversation>, StoreError> {
+fn forks(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
     get(conn, tenant, id)?;
     let mut stmt = conn.prepare_cached(&crate::fork_plan::forks_of_sql())?;
     let mut rows = stmt.query(named(&[&id, &tenant]).as_slice())?;
@@ -211,12 +212,7 @@ pub(super) fn forks(
 }
 
 /// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
-pub(super) fn delete(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    id: &str,
-    cascade: bool,
-) -> Result<u64, StoreError> {
+fn delete(tx: &Connection, tenant: &str, id: &str, cascade: bool) -> Result<u64, StoreError> {
     running(tx, tenant, id)?;
     let forks = count(tx, FORK_COUNT, &[&id])?;
     if forks > 0 && !cascade {
@@ -240,7 +236,7 @@ pub(super) fn delete(
 
 /// Refuses a clear of a conversation with forks; a fork that is cleared stops reading its
 /// parent.
-pub(super) fn before_clear(tx: &Transaction<'_>, id: &str) -> Result<(), StoreError> {
+pub(super) fn before_clear(tx: &Connection, id: &str) -> Result<(), StoreError> {
     let forks = count(tx, FORK_COUNT, &[&id])?;
     if forks > 0 {
         return Err(has_forks(id, forks, "clear"));
@@ -250,7 +246,7 @@ pub(super) fn before_clear(tx: &Transaction<'_>, id: &str) -> Result<(), StoreEr
 }
 
 /// Refuses an update of message `seq` when forks read it.
-pub(super) fn before_update(tx: &Transaction<'_>, id: &str, seq: i64) -> Result<(), StoreError> {
+pub(super) fn before_update(tx: &Connection, id: &str, seq: i64) -> Result<(), StoreError> {
     let forks = count(tx, crate::fork_plan::FORKS_READING, &[&id, &seq])?;
     if forks > 0 {
         return Err(has_forks(id, forks, &format!("update message {seq} of")));
@@ -261,12 +257,7 @@ pub(super) fn before_update(tx: &Transaction<'_>, id: &str, seq: i64) -> Result<
 /// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts the
 /// running totals of every conversation that reads it. Deleted text is overwritten
 /// (`secure_delete`) and the search index is merged so that no segment keeps its words.
-pub(super) fn redact(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    id: &str,
-    seq: i64,
-) -> Result<(), StoreError> {
+fn redact(tx: &Connection, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {
     let segs = chain(tx, tenant, id)?;
     let not_found = || StoreError::MessageNotFound {
         conversation: id.to_string(),
@@ -369,7 +360,7 @@ pub(super) fn replaced(
 }
 
 /// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`).
-pub(super) fn mirror_sums(
+fn mirror_sums(
     conn: &Connection,
     tenant: &str,
     id: &str,
@@ -413,8 +404,8 @@ pub(super) fn mirror_sums(
 }
 
 /// Changes the settings of conversation `id` (see `Store::update_conversation`).
-pub(super) fn update_settings(
-    tx: &Transaction<'_>,
+fn update_settings(
+    tx: &Connection,
     tenant: &str,
     id: &str,
     update: &ConversationUpdate,
@@ -441,7 +432,7 @@ pub(super) fn update_settings(
 
 /// A page of a history: messages with `seq > after`, oldest first, at most `limit`, across
 /// the chain.
-pub(super) fn page(
+fn page(
     conn: &Connection,
     tenant: &str,
     id: &str,
@@ -521,7 +512,7 @@ pub(super) fn stable_rows(
 /// Writes the WAL back into the file, vacuums it and truncates the WAL: no removed or
 /// redacted text stays in either file. Runs outside any transaction, on the writer
 /// connection.
-pub(super) fn compact(conn: &Connection) -> Result<(), StoreError> {
+fn compact(conn: &Connection) -> Result<(), StoreError> {
     conn.pragma_update(None, "secure_delete", true)?;
     let done = (|| {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
@@ -531,4 +522,78 @@ pub(super) fn compact(conn: &Connection) -> Result<(), StoreError> {
     })();
     conn.pragma_update(None, "secure_delete", false)?;
     done
+}
+
+/// Reads on the calling thread; writes on the writer, each in its transaction.
+#[async_trait]
+impl ForkOps for SqliteStore {
+    async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError> {
+        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+        let fork_id = uuid::Uuid::now_v7().to_string();
+        self.writer
+            .write(move |tx| fork(tx, &tenant, &id, at, &new, &fork_id))
+            .await
+    }
+
+    async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError> {
+        self.read(|conn| forks(conn, c.tenant, c.id))
+    }
+
+    async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError> {
+        self.read(|conn| mirror_sums(conn, c.tenant, c.id, at))
+    }
+
+    async fn delete_tree(&self, c: Conv<'_>, cascade: bool) -> Result<u64, StoreError> {
+        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+        self.writer
+            .write(move |tx| delete(tx, &tenant, &id, cascade))
+            .await
+    }
+
+    async fn clear(&self, c: Conv<'_>) -> Result<u64, StoreError> {
+        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+        self.writer
+            .write(move |tx| super::writes::clear_conversation(tx, &tenant, &id))
+            .await
+    }
+
+    async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError> {
+        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+        self.writer
+            .write(move |tx| redact(tx, &tenant, &id, seq))
+            .await
+    }
+
+    async fn update_settings(
+        &self,
+        c: Conv<'_>,
+        update: ConversationUpdate,
+    ) -> Result<Conversation, StoreError> {
+        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+        self.writer
+            .write(move |tx| update_settings(tx, &tenant, &id, &update))
+            .await
+    }
+
+    /// Along the chain of a fork, which also tells a missing conversation.
+    async fn page(
+        &self,
+        c: Conv<'_>,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        self.read(|conn| page(conn, c.tenant, c.id, after, limit))
+    }
+
+    /// On the writer connection, outside any transaction (VACUUM cannot run in one), on a
+    /// blocking thread: it takes as long as the file is large.
+    async fn vacuum(&self) -> Result<(), StoreError> {
+        let conns = Arc::clone(&self.conns);
+        tokio::task::spawn_blocking(move || {
+            let conn = super::conn::lock(&conns.writer);
+            compact(&conn)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("compaction stopped: {e}")))?
+    }
 }

@@ -18,7 +18,6 @@ mod conn;
 mod forks;
 mod recall;
 mod search;
-mod summaries;
 mod vectors;
 mod window;
 mod writer;
@@ -29,32 +28,16 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::task::{Context, Poll, Waker};
+
 use async_trait::async_trait;
-use recall_core::policy::Policy;
-use rusqlite::OptionalExtension;
-use serde_json::Value;
+use futures::future::BoxFuture;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
-use crate::codec::{
-    check_key, check_task_key, check_text, decode_task, encode, encode_batch, encode_task,
-    figures_or_measure, now_ms, validate,
-};
+use crate::driver::{EachRow, Param, Statements, Tx, Work};
 use crate::error::StoreError;
-use crate::keys::{ApiKey, NewApiKey};
-use crate::model::{
-    Appended, Conversation, ConversationUpdate, MirrorSums, NewConversation, NewFork, NewMessage,
-    NewVector, RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo,
-};
 use crate::options::{Durability, SqliteOptions};
-use crate::statements::{
-    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS, GET_TASK,
-    INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
-};
-use crate::summaries::{NewSummary, StoredSummary};
-use crate::window::Window;
-use crate::Store;
-use conn::{named, Connections};
-use recall_core::recall::{RecallCandidate, RecallKey, RecallQuery};
+use conn::Connections;
 use writer::Writer;
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -176,491 +159,58 @@ impl SqliteStore {
     }
 }
 
+/// A write transaction on the writer connection (`writer.rs` began it and ends it).
+struct SqliteTx<'c>(&'c mut rusqlite::Connection);
+
 #[async_trait]
-impl Store for SqliteStore {
-    async fn create_conversation(
-        &self,
-        tenant: &str,
-        new: NewConversation,
-    ) -> Result<Conversation, StoreError> {
-        check_text("tenant", tenant)?;
-        check_text("title", new.title.as_deref().unwrap_or(""))?;
-        check_text("system prompt", new.system_prompt.as_deref().unwrap_or(""))?;
-        let conv = Conversation {
-            id: uuid::Uuid::now_v7().to_string(),
-            tenant: tenant.to_string(),
-            title: new.title,
-            system_prompt: new.system_prompt,
-            metadata: new.metadata,
-            policy: new.policy,
-            created_at: now_ms(),
-            updated_at: 0,
-            message_count: 0,
-            last_seq: 0,
-            total_tokens: 0,
-            forked_from: None,
-        };
-        let row = conv.clone();
-        self.writer
-            .write(move |tx| {
-                let metadata = Value::Object(row.metadata.clone()).to_string();
-                let policy = crate::codec::policy_text(row.policy.as_ref())?;
-                writes::execute(
-                    tx,
-                    INSERT_CONVERSATION,
-                    &[
-                        &row.id,
-                        &row.tenant,
-                        &row.title,
-                        &row.system_prompt,
-                        &metadata,
-                        &policy,
-                        &row.created_at,
-                    ],
-                )
-            })
-            .await?;
-        Ok(Conversation {
-            updated_at: conv.created_at,
-            ..conv
-        })
+impl Tx for SqliteTx<'_> {
+    async fn execute(&mut self, sql: &str, params: &[Param]) -> Result<u64, StoreError> {
+        let values: Vec<&dyn rusqlite::ToSql> = params.iter().map(|p| p as _).collect();
+        writes::execute(self.0, sql, &values)
     }
 
-    async fn get_conversation(&self, tenant: &str, id: &str) -> Result<Conversation, StoreError> {
-        check_key(tenant, id)?;
-        self.read(|c| {
-            c.prepare_cached(&get_conversation_sql())?
-                .query_row(named(&[&id, &tenant]).as_slice(), |row| {
-                    Ok(conn::conversation(row))
-                })
-                .optional()?
-                .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
-        })
-    }
-
-    async fn conversation_tenants(&self, id: &str) -> Result<Vec<String>, StoreError> {
-        check_text("conversation id", id)?;
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(CONVERSATION_TENANTS)?;
-            let tenants = stmt
-                .query_map(named(&[&id]).as_slice(), |r| r.get(0))?
-                .collect::<Result<Vec<String>, _>>()?;
-            Ok(tenants)
-        })
-    }
-
-    async fn list_conversations(
-        &self,
-        tenant: &str,
-        after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<Conversation>, StoreError> {
-        if let Some(a) = after {
-            check_text("cursor", a)?;
-        }
-        if tenant.contains('\0') {
-            return Ok(Vec::new());
-        }
-        let after = after.unwrap_or("");
-        let limit = i64::from(limit);
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(&list_conversations_sql())?;
-            let mut rows = stmt.query(named(&[&tenant, &after, &limit]).as_slice())?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next()? {
-                out.push(conn::conversation(row)?);
-            }
-            Ok(out)
-        })
-    }
-
-    async fn delete_conversation(
-        &self,
-        tenant: &str,
-        id: &str,
-        cascade: bool,
-    ) -> Result<u64, StoreError> {
-        check_key(tenant, id)?;
-        let (tenant, id) = (tenant.to_string(), id.to_string());
-        self.writer
-            .write(move |tx| forks::delete(tx, &tenant, &id, cascade))
-            .await
-    }
-
-    async fn fork_conversation(
-        &self,
-        tenant: &str,
-        id: &str,
-        at: i64,
-        new: NewFork,
-    ) -> Result<Conversation, StoreError> {
-        check_key(tenant, id)?;
-        let (tenant, id) = (tenant.to_string(), id.to_string());
-        let fork_id = uuid::Uuid::now_v7().to_string();
-        self.writer
-            .write(move |tx| forks::fork(tx, &tenant, &id, at, &new, &fork_id))
-            .await
-    }
-
-    async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
-        check_key(tenant, id)?;
-        self.read(|c| forks::forks(c, tenant, id))
-    }
-
-    async fn mirror_sums(&self, tenant: &str, id: &str, at: i64) -> Result<MirrorSums, StoreError> {
-        check_key(tenant, id)?;
-        self.read(|c| forks::mirror_sums(c, tenant, id, at))
-    }
-
-    async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {
-        check_key(tenant, id)?;
-        let (tenant, id) = (tenant.to_string(), id.to_string());
-        self.writer
-            .write(move |tx| forks::redact(tx, &tenant, &id, seq))
-            .await
-    }
-
-    /// On the writer connection, outside any transaction (VACUUM cannot run in one), on a
-    /// blocking thread: it takes as long as the file is large.
-    async fn compact(&self) -> Result<(), StoreError> {
-        let conns = Arc::clone(&self.conns);
-        tokio::task::spawn_blocking(move || {
-            let conn = conn::lock(&conns.writer);
-            forks::compact(&conn)
-        })
-        .await
-        .map_err(|e| StoreError::Internal(format!("compaction stopped: {e}")))?
-    }
-
-    async fn update_conversation(
-        &self,
-        tenant: &str,
-        id: &str,
-        update: ConversationUpdate,
-    ) -> Result<Conversation, StoreError> {
-        check_key(tenant, id)?;
-        let (tenant, id) = (tenant.to_string(), id.to_string());
-        self.writer
-            .write(move |tx| forks::update_settings(tx, &tenant, &id, &update))
-            .await
-    }
-
-    async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, StoreError> {
-        check_key(tenant, id)?;
-        let (tenant, id) = (tenant.to_string(), id.to_string());
-        self.writer
-            .write(move |tx| writes::clear_conversation(tx, &tenant, &id))
-            .await
-    }
-
-    async fn append(
-        &self,
-        tenant: &str,
-        id: &str,
-        messages: Vec<NewMessage>,
-    ) -> Result<Vec<Appended>, StoreError> {
-        check_key(tenant, id)?;
-        if messages.is_empty() {
-            return Ok(Vec::new());
-        }
-        let encoded = encode_batch(&messages)?;
-        let (tenant, id) = (tenant.to_string(), id.to_string());
-        self.writer
-            .write(move |tx| append::append(tx, &tenant, &id, &encoded))
-            .await
-    }
-
-    async fn update_message(
-        &self,
-        tenant: &str,
-        id: &str,
-        seq: i64,
-        message: NewMessage,
+    async fn each(
+        &mut self,
+        sql: &str,
+        params: &[Param],
+        each: EachRow<'_>,
     ) -> Result<(), StoreError> {
-        check_key(tenant, id)?;
-        let e = encode(&message, figures_or_measure(&message));
-        validate(&e, &message.message, 0)?;
-        let (tenant, id) = (tenant.to_string(), id.to_string());
+        conn::each_row(self.0, sql, params, each)
+    }
+}
+
+/// Runs a transaction's flow to its end at once, on the writer: [`SqliteTx`] answers every
+/// call without waiting, so the flow never waits either; one that did would hold the write
+/// lock on nothing, and is refused instead.
+fn run_now<R>(mut flow: BoxFuture<'_, Result<R, StoreError>>) -> Result<R, StoreError> {
+    let mut cx = Context::from_waker(Waker::noop());
+    match flow.as_mut().poll(&mut cx) {
+        Poll::Ready(r) => r,
+        Poll::Pending => Err(StoreError::Internal(
+            "a SQLite write waited on something other than the database".into(),
+        )),
+    }
+}
+
+#[async_trait]
+impl Statements for SqliteStore {
+    /// On the calling thread (see `SqliteStore::read`).
+    async fn each(
+        &self,
+        sql: &str,
+        params: &[Param],
+        each: EachRow<'_>,
+    ) -> Result<(), StoreError> {
+        self.read(|c| conn::each_row(c, sql, params, each))
+    }
+
+    async fn write<R: Send + 'static>(&self, work: Work<R>) -> Result<R, StoreError> {
         self.writer
-            .write(move |tx| writes::update_message(tx, &tenant, &id, seq, &e))
+            .write(move |conn| run_now(work(&mut SqliteTx(conn))))
             .await
     }
 
-    async fn messages(
-        &self,
-        tenant: &str,
-        id: &str,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
-        check_key(tenant, id)?;
-        // Along the chain of a fork (`forks::page`), which also tells a missing conversation.
-        self.read(|c| forks::page(c, tenant, id, after, limit))
-    }
-
-    /// Read on the calling thread (see `window.rs`); a stable window's state that had to be
-    /// caught up is saved after the read, by the writer.
-    async fn conversation_window(
-        &self,
-        tenant: &str,
-        id: &str,
-        policy: &Policy,
-    ) -> Result<(Conversation, Window), StoreError> {
-        check_key(tenant, id)?;
-        let read = window::read_window(&self.conns, tenant, id, policy)?;
-        if let Some((key, save, snap)) = read.save {
-            let (tenant, id) = (tenant.to_string(), id.to_string());
-            self.writer
-                .write(move |tx| writes::save_stable(tx, &tenant, &id, &key, &save, &snap))
-                .await?;
-        }
-        Ok((read.conv, read.window))
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        self.read(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
-    }
-
-    async fn create_task(
-        &self,
-        tenant: &str,
-        task: &recall_core::task::Task,
-    ) -> Result<StoredTask, StoreError> {
-        let (stored, spec) = encode_task(tenant, task)?;
-        let (id, tenant, now) = (stored.id.clone(), stored.tenant.clone(), stored.created_at);
-        let (priority, description) = (task.priority.as_str(), task.description.clone());
-        self.writer
-            .write(move |tx| {
-                writes::execute(
-                    tx,
-                    INSERT_TASK,
-                    &[&id, &tenant, &priority, &description, &spec, &now],
-                )
-            })
-            .await?;
-        Ok(stored)
-    }
-
-    async fn get_task(&self, tenant: &str, id: &str) -> Result<StoredTask, StoreError> {
-        check_task_key(tenant, id)?;
-        let row: Option<(String, String, i64)> = self.read(|c| {
-            Ok(c.prepare_cached(GET_TASK)?
-                .query_row(named(&[&id, &tenant]).as_slice(), |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .optional()?)
-        })?;
-        let (id, spec, created_at) = row.ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
-        decode_task(id, tenant, &spec, created_at)
-    }
-
-    async fn search_messages(
-        &self,
-        tenant: &str,
-        query: &str,
-        limit: u32,
-    ) -> Result<Vec<SearchHit>, StoreError> {
-        let words = crate::search::search_words(query)?;
-        if tenant.contains('\0') || limit == 0 {
-            return Ok(Vec::new());
-        }
-        if search::pending(&self.conns, tenant)? {
-            let tenant = tenant.to_string();
-            self.writer
-                .write(move |tx| search::catch_up(tx, &tenant))
-                .await?;
-        }
-        search::hits(&self.conns, tenant, &words, limit)
-    }
-
-    async fn catch_up_recall(
-        &self,
-        tenant: &str,
-        id: &str,
-        budget: Option<std::time::Duration>,
-    ) -> Result<bool, StoreError> {
-        check_key(tenant, id)?;
-        self.catch_up_index(tenant, id, budget).await
-    }
-
-    async fn recall_lexical(
-        &self,
-        tenant: &str,
-        id: &str,
-        query: &RecallQuery,
-    ) -> Result<RecallHits, StoreError> {
-        check_key(tenant, id)?;
-        self.recall_hits(tenant, id, query).await
-    }
-
-    async fn recall_messages(
-        &self,
-        tenant: &str,
-        id: &str,
-        query: &RecallQuery,
-        keys: &[RecallKey],
-    ) -> Result<Vec<RecallCandidate>, StoreError> {
-        check_key(tenant, id)?;
-        self.recall_read(tenant, id, query, keys)
-    }
-
-    async fn recall_choose(
-        &self,
-        tenant: &str,
-        id: &str,
-        query: &RecallQuery,
-        hits: &[recall_core::recall::Ranked],
-        tokenizer: recall_core::tokens::Tokenizer,
-        escape: bool,
-        complete: bool,
-    ) -> Result<recall_core::recall::RecallSection, StoreError> {
-        check_key(tenant, id)?;
-        self.recall_lazily(tenant, id, query, hits, tokenizer, escape, complete)
-    }
-
-    async fn vector_backlog(
-        &self,
-        tenant: &str,
-        id: Option<&str>,
-        model: &str,
-        limit: u32,
-    ) -> Result<Vec<VectorTodo>, StoreError> {
-        if let Some(id) = id {
-            check_key(tenant, id)?;
-        }
-        self.backlog(tenant, id, model, limit)
-    }
-
-    async fn save_vectors(
-        &self,
-        tenant: &str,
-        model: &str,
-        dim: usize,
-        vectors: Vec<NewVector>,
-        progress: Vec<(String, i64)>,
-    ) -> Result<(), StoreError> {
-        self.save(tenant, model, dim, vectors, progress).await
-    }
-
-    async fn recall_semantic(
-        &self,
-        tenant: &str,
-        id: &str,
-        query: &RecallQuery,
-        model: &str,
-        vector: &[f32],
-    ) -> Result<RecallHits, StoreError> {
-        check_key(tenant, id)?;
-        self.semantic(tenant, id, query, model, vector)
-    }
-
-    async fn summary_before(
-        &self,
-        tenant: &str,
-        id: &str,
-        before: i64,
-    ) -> Result<Option<StoredSummary>, StoreError> {
-        self.read_summary_before(tenant, id, before)
-    }
-
-    async fn summaries(
-        &self,
-        tenant: &str,
-        id: &str,
-        limit: u32,
-    ) -> Result<Vec<StoredSummary>, StoreError> {
-        self.read_summaries(tenant, id, limit)
-    }
-
-    async fn take_compaction_lease(
-        &self,
-        tenant: &str,
-        id: &str,
-        holder: &str,
-        expires_at: i64,
-        upto_seq: i64,
-    ) -> Result<bool, StoreError> {
-        check_key(tenant, id)?;
-        self.write_lease(tenant, id, holder, expires_at, upto_seq)
-            .await
-    }
-
-    async fn release_compaction_lease(
-        &self,
-        _tenant: &str,
-        id: &str,
-        holder: &str,
-    ) -> Result<(), StoreError> {
-        self.write_release(id, holder).await
-    }
-
-    async fn commit_summary(
-        &self,
-        tenant: &str,
-        id: &str,
-        holder: &str,
-        new: NewSummary,
-    ) -> Result<StoredSummary, StoreError> {
-        self.write_summary(tenant, id, holder, new).await
-    }
-
-    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {
-        check_text("tenant", &key.tenant)?;
-        check_text("label", key.label.as_deref().unwrap_or(""))?;
-        let stored = ApiKey {
-            id: key.id,
-            tenant: key.tenant,
-            label: key.label,
-            created_at: now_ms(),
-            revoked_at: None,
-        };
-        let row = stored.clone();
-        let hash = key.key_sha256;
-        self.writer
-            .write(move |tx| {
-                writes::execute(
-                    tx,
-                    INSERT_API_KEY,
-                    &[&row.id, &row.tenant, &hash, &row.label, &row.created_at],
-                )
-            })
-            .await?;
-        Ok(stored)
-    }
-
-    /// The key lookup of every authenticated request: one indexed read on the calling thread.
-    async fn api_key_tenant(&self, key_sha256: &str) -> Result<Option<String>, StoreError> {
-        self.read(|c| {
-            Ok(c.prepare_cached(API_KEY_TENANT)?
-                .query_row(named(&[&key_sha256]).as_slice(), |row| row.get(0))
-                .optional()?)
-        })
-    }
-
-    async fn list_api_keys(&self, tenant: Option<&str>) -> Result<Vec<ApiKey>, StoreError> {
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(LIST_API_KEYS)?;
-            let keys = stmt
-                .query_map(named(&[&tenant]).as_slice(), |r| {
-                    Ok(ApiKey {
-                        id: r.get(0)?,
-                        tenant: r.get(1)?,
-                        label: r.get(2)?,
-                        created_at: r.get(3)?,
-                        revoked_at: r.get(4)?,
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(keys)
-        })
-    }
-
-    async fn revoke_api_key(&self, id: &str) -> Result<bool, StoreError> {
-        let id = id.to_string();
-        let done = self
-            .writer
-            .write(move |tx| writes::execute(tx, REVOKE_API_KEY, &[&now_ms(), &id]))
-            .await?;
-        Ok(done > 0)
+    fn lock_rows(&self) -> &'static str {
+        ""
     }
 }

@@ -10,10 +10,11 @@ use recall_core::recall::{
     RecallCandidate, RecallKey, RecallQuery, RecallSection, TermList, POSTINGS_PER_TERM,
 };
 use recall_core::tokens::Tokenizer;
-use rusqlite::{Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, OptionalExtension};
 
 use super::conn::{named, stored_message};
 use super::{forks, search, SqliteStore};
+use crate::driver::{Choice, Conv, RecallOps};
 use crate::error::StoreError;
 use crate::fork_plan::{owner, Segment};
 use crate::model::RecallHits;
@@ -23,6 +24,7 @@ use crate::recall_plan::{
     SET_RECALL_PROGRESS,
 };
 use crate::statements::message_columns_of;
+use async_trait::async_trait;
 
 /// A term's best postings in conversation `$1` at or below seq `$3`, at most `$4`. The index
 /// is named: without statistics SQLite may prefer the primary key's range on seq and sort.
@@ -73,7 +75,7 @@ fn count_at(
 
 /// Indexes the next messages of conversation `id` up to `hi` (at most `INDEX_BATCH`), in the
 /// writer's transaction; how far it is indexed then.
-fn index_batch(tx: &Transaction<'_>, id: &str, hi: i64) -> Result<i64, StoreError> {
+fn index_batch(tx: &Connection, id: &str, hi: i64) -> Result<i64, StoreError> {
     let done = progress(tx, id)?;
     if done >= hi {
         return Ok(done);
@@ -115,7 +117,7 @@ fn index_batch(tx: &Transaction<'_>, id: &str, hi: i64) -> Result<i64, StoreErro
 /// The non-system messages of conversation `id`'s history at or below seq `upto`, newest
 /// first, as many as a document takes (`recall_plan::EARLIER_SOURCE`): its own rows, then
 /// its parent's at or below its fork point, and so on.
-fn earlier(tx: &Transaction<'_>, id: &str, upto: i64) -> Result<Vec<IndexSource>, StoreError> {
+fn earlier(tx: &Connection, id: &str, upto: i64) -> Result<Vec<IndexSource>, StoreError> {
     let need = recall_core::recall::NEIGHBOUR_WEIGHTS.len();
     let (mut conv, mut upto) = (id.to_string(), upto);
     let mut out: Vec<IndexSource> = Vec::with_capacity(need);
@@ -258,45 +260,9 @@ impl CandidateSource for PointReads<'_> {
 }
 
 impl SqliteStore {
-    /// Recall's choice read lazily (see [`crate::Store::recall_choose`]): one read
-    /// transaction, a point read per message the choice looks at.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn recall_lazily(
-        &self,
-        tenant: &str,
-        id: &str,
-        query: &RecallQuery,
-        hits: &[Ranked],
-        tokenizer: Tokenizer,
-        escape: bool,
-        complete: bool,
-    ) -> Result<RecallSection, StoreError> {
-        self.read(|c| {
-            // One snapshot for the chain and every read.
-            let tx = c.unchecked_transaction()?;
-            let segs = forks::chain(&tx, tenant, id)?;
-            let mut source = PointReads {
-                conn: &tx,
-                tenant,
-                segs: &segs,
-                sql: format!(
-                    "SELECT {} FROM messages m JOIN conversations c ON c.id = m.conversation_id \
-                     AND c.tenant = $3 WHERE m.conversation_id = $1 AND m.seq = $2 \
-                     AND m.role <> 'system'",
-                    message_columns_of("m")
-                ),
-                tokenizer,
-                escape,
-            };
-            let section = choose_from(query, hits, &mut source, &tokenizer, escape, complete)?;
-            tx.commit()?;
-            Ok(section)
-        })
-    }
-
     /// The parts of conversation `id`'s history that `query` may reach (`conversation`
     /// scope), and whether its lexical index covers all of them. Nothing is indexed here:
-    /// [`SqliteStore::catch_up_index`] does that.
+    /// [`RecallOps::catch_up_index`] does that.
     fn recall_index(
         &self,
         tenant: &str,
@@ -317,15 +283,17 @@ impl SqliteStore {
             Ok((ranges, complete))
         })
     }
+}
 
-    /// Indexes conversation `id`'s whole history for recall (see
-    /// [`crate::Store::catch_up_recall`]), a batch per write.
-    pub(super) async fn catch_up_index(
+#[async_trait]
+impl RecallOps for SqliteStore {
+    /// A batch per write.
+    async fn catch_up_index(
         &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         budget: Option<std::time::Duration>,
     ) -> Result<bool, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
         // Up to the newest message: the conversation's own range is open-ended.
         let last = crate::Store::get_conversation(self, tenant, id)
             .await?
@@ -345,27 +313,15 @@ impl SqliteStore {
         .await
     }
 
-    /// The lexical hits for `query` (see [`crate::Store::recall_lexical`]).
-    pub(super) async fn recall_hits(
+    /// Over the recall index as far as it is caught up.
+    async fn conversation_hits(
         &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         query: &RecallQuery,
     ) -> Result<RecallHits, StoreError> {
-        if query.terms.is_empty() || query.limit == 0 {
-            return Ok(RecallHits {
-                hits: Vec::new(),
-                complete: true,
-            });
-        }
-        let (hits, complete) = match query.scope {
-            RecallScope::Conversation => {
-                let (ranges, complete) = self.recall_index(tenant, id, query)?;
-                let hits = self.read(|c| rank(c, &ranges, &query.terms, query.limit))?;
-                (hits, complete)
-            }
-            RecallScope::Tenant => (self.tenant_hits(tenant, id, query).await?, true),
-        };
+        let (tenant, id) = (c.tenant, c.id);
+        let (ranges, complete) = self.recall_index(tenant, id, query)?;
+        let hits = self.read(|c| rank(c, &ranges, &query.terms, query.limit))?;
         Ok(RecallHits { hits, complete })
     }
 
@@ -373,10 +329,10 @@ impl SqliteStore {
     /// up first.
     async fn tenant_hits(
         &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         query: &RecallQuery,
     ) -> Result<Vec<Ranked>, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
         if search::pending(&self.conns, tenant)? {
             let tenant = tenant.to_string();
             self.writer
@@ -409,14 +365,13 @@ impl SqliteStore {
         Ok(crate::search::tenant_hits_in_history(&segs, query, hits))
     }
 
-    /// The messages under `keys` (see [`crate::Store::recall_messages`]).
-    pub(super) fn recall_read(
+    async fn recall_read(
         &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         query: &RecallQuery,
         keys: &[RecallKey],
     ) -> Result<Vec<RecallCandidate>, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
         let segs = self.read(|c| forks::chain(c, tenant, id))?;
         let pairs = crate::search::recall_pairs(&segs, query, keys);
         if pairs.is_empty() {
@@ -452,6 +407,40 @@ impl SqliteStore {
                 });
             }
             Ok(out)
+        })
+    }
+
+    /// Read lazily: one read transaction, a point read per message the choice looks at.
+    async fn recall_choice(&self, c: Choice<'_>) -> Result<RecallSection, StoreError> {
+        let Choice {
+            conv,
+            query,
+            hits,
+            tokenizer,
+            escape,
+            complete,
+        } = c;
+        let (tenant, id) = (conv.tenant, conv.id);
+        self.read(|c| {
+            // One snapshot for the chain and every read.
+            let tx = c.unchecked_transaction()?;
+            let segs = forks::chain(&tx, tenant, id)?;
+            let mut source = PointReads {
+                conn: &tx,
+                tenant,
+                segs: &segs,
+                sql: format!(
+                    "SELECT {} FROM messages m JOIN conversations c ON c.id = m.conversation_id \
+                     AND c.tenant = $3 WHERE m.conversation_id = $1 AND m.seq = $2 \
+                     AND m.role <> 'system'",
+                    message_columns_of("m")
+                ),
+                tokenizer,
+                escape,
+            };
+            let section = choose_from(query, hits, &mut source, &tokenizer, escape, complete)?;
+            tx.commit()?;
+            Ok(section)
         })
     }
 }

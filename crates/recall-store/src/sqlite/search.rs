@@ -1,9 +1,12 @@
 //! SQLite's full-text search: FTS5 over `message_text`, which appends do not write; each
 //! search first indexes the tenant's messages appended since (migration 0004).
 
-use rusqlite::Transaction;
+use async_trait::async_trait;
+use rusqlite::Connection;
 
 use super::conn::{named, Connections};
+use super::SqliteStore;
+use crate::driver::SearchOps;
 use crate::error::StoreError;
 use crate::model::SearchHit;
 
@@ -32,7 +35,7 @@ pub(super) fn pending(conns: &Connections, tenant: &str) -> Result<bool, StoreEr
 /// the messages above each of its conversations' `indexed_seq` in one statement, so FTS5
 /// writes one segment for the whole backlog; under the write lock, no append lands between
 /// the index and the mark.
-pub(super) fn catch_up(tx: &Transaction<'_>, tenant: &str) -> Result<(), StoreError> {
+pub(super) fn catch_up(tx: &Connection, tenant: &str) -> Result<(), StoreError> {
     tx.execute(
         &format!(
             "INSERT INTO message_text (conversation_id, seq, body) \
@@ -87,4 +90,21 @@ pub(super) fn hits(
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+#[async_trait]
+impl SearchOps for SqliteStore {
+    /// The index caught up on the writer first when it is behind.
+    async fn search_hits(
+        &self,
+        tenant: &str,
+        words: &[String],
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        if pending(&self.conns, tenant)? {
+            let tenant = tenant.to_string();
+            self.writer.write(move |tx| catch_up(tx, &tenant)).await?;
+        }
+        hits(&self.conns, tenant, words, limit)
+    }
 }

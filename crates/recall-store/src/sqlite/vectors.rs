@@ -1,20 +1,22 @@
-//! Recall's vectors on SQLite (migration 0005): the backlog a catch-up embeds, saving its
-//! vectors on the writer, and the brute-force cosine ranking over what is stored.
+//! Recall's vectors on SQLite (migration 0005): the backlog a catch-up embeds and the
+//! brute-force cosine ranking over what is stored, each vector read in place.
 
+use async_trait::async_trait;
 use recall_core::policy::RecallScope;
-use recall_core::recall::{vector_to_bytes, CosineTop, RecallQuery};
+use recall_core::recall::{CosineTop, RecallQuery};
 
 use super::conn::{named, stored_message};
 use super::SqliteStore;
+use crate::driver::{Conv, VectorOps};
 use crate::error::StoreError;
-use crate::model::{NewVector, RecallHits, VectorTodo};
+use crate::model::{RecallHits, VectorTodo};
 use crate::statements::{
-    vector_backlog_sql, RECALL_VECTORS, RECALL_VECTORS_TENANT, SAVE_VECTOR, SAVE_VECTOR_PROGRESS,
-    VECTORS_BEHIND, VECTOR_PROGRESS,
+    vector_backlog_sql, RECALL_VECTORS, RECALL_VECTORS_TENANT, VECTORS_BEHIND, VECTOR_PROGRESS,
 };
 
-impl SqliteStore {
-    pub(super) fn backlog(
+#[async_trait]
+impl VectorOps for SqliteStore {
+    async fn backlog(
         &self,
         tenant: &str,
         id: Option<&str>,
@@ -40,52 +42,14 @@ impl SqliteStore {
         })
     }
 
-    pub(super) async fn save(
+    async fn semantic(
         &self,
-        tenant: &str,
-        model: &str,
-        dim: usize,
-        vectors: Vec<NewVector>,
-        progress: Vec<(String, i64)>,
-    ) -> Result<(), StoreError> {
-        let tenant = tenant.to_string();
-        let model = model.to_string();
-        let dim = i64::try_from(dim).map_err(|_| StoreError::Invalid("dimension".into()))?;
-        self.writer
-            .write(move |tx| {
-                {
-                    let mut stmt = tx.prepare_cached(SAVE_VECTOR)?;
-                    for v in &vectors {
-                        if i64::try_from(v.vector.len()).ok() != Some(dim) {
-                            return Err(StoreError::Invalid(format!(
-                                "a vector of {} values for a model of {dim} dimensions",
-                                v.vector.len()
-                            )));
-                        }
-                        let bytes = vector_to_bytes(&v.vector);
-                        stmt.execute(
-                            named(&[&v.conversation_id, &v.seq, &model, &dim, &bytes, &tenant])
-                                .as_slice(),
-                        )?;
-                    }
-                }
-                let mut stmt = tx.prepare_cached(SAVE_VECTOR_PROGRESS)?;
-                for (conv, upto) in &progress {
-                    stmt.execute(named(&[conv, &model, upto, &tenant]).as_slice())?;
-                }
-                Ok(())
-            })
-            .await
-    }
-
-    pub(super) fn semantic(
-        &self,
-        tenant: &str,
-        id: &str,
+        c: Conv<'_>,
         query: &RecallQuery,
         model: &str,
         vector: &[f32],
     ) -> Result<RecallHits, StoreError> {
+        let (tenant, id) = (c.tenant, c.id);
         let dim = i64::try_from(vector.len()).unwrap_or(i64::MAX);
         self.read(|c| {
             let (last, embedded): (i64, i64) = {

@@ -9,14 +9,17 @@
 
 use std::collections::VecDeque;
 
+use async_trait::async_trait;
 use recall_core::message::{Message, Role};
 use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 
 use super::conn::{conversation, message_columns, text, text_or_null, Connections};
 use super::forks::stable_rows;
+use super::SqliteStore;
 use crate::append_plan::contribution;
 use crate::codec::decode_message;
+use crate::driver::{Conv, WindowOps};
 use crate::error::StoreError;
 use crate::fork_plan::{stored_segments, Segment};
 use crate::model::Conversation;
@@ -61,7 +64,7 @@ type Header = (
 /// The conversation row, its snapshot, its stored stable state and its segments. A fork's
 /// snapshot counts the system messages of its prefix too.
 fn header(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     tenant: &str,
     id: &str,
     key_text: &str,
@@ -105,7 +108,7 @@ fn header(
 
 /// The context read (see the module documentation). A stable window's state that is missing
 /// or behind is caught up here and returned to be saved.
-pub(super) fn read_window(
+fn read_window(
     conns: &Connections,
     tenant: &str,
     id: &str,
@@ -165,7 +168,7 @@ pub(super) fn read_window(
 /// (`segs`, newest first): their running totals continue each other, so the walk is the one
 /// over a conversation holding the same messages.
 fn walk(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     segs: &[Segment],
     policy: &Policy,
     snap: &Snapshot,
@@ -240,4 +243,24 @@ fn walk(
         finder.set_budgets(StartFinder::extend_past(&start, &room));
     }
     Ok(messages.into())
+}
+
+#[async_trait]
+impl WindowOps for SqliteStore {
+    /// Read on the calling thread; a stable window's state that had to be caught up is saved
+    /// after the read, by the writer.
+    async fn read_window(
+        &self,
+        c: Conv<'_>,
+        policy: &Policy,
+    ) -> Result<(Conversation, Window), StoreError> {
+        let read = read_window(&self.conns, c.tenant, c.id, policy)?;
+        if let Some((key, save, snap)) = read.save {
+            let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+            self.writer
+                .write(move |tx| super::writes::save_stable(tx, &tenant, &id, &key, &save, &snap))
+                .await?;
+        }
+        Ok((read.conv, read.window))
+    }
 }

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, TryLockError};
 use std::time::Duration;
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::Connection;
 
 use super::conn::{lock, Connections, BUSY_TIMEOUT};
 use crate::error::StoreError;
@@ -55,7 +55,7 @@ impl Writer {
     pub(super) async fn write<R, F>(&self, write: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<R, StoreError> + Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
         let write = match self.try_now(write) {
             Now::Done(r) => return r,
@@ -94,7 +94,7 @@ impl Writer {
     /// taken at once; else it comes back.
     fn try_now<R, F>(&self, write: F) -> Now<R, F>
     where
-        F: FnOnce(&Transaction<'_>) -> Result<R, StoreError>,
+        F: FnOnce(&mut Connection) -> Result<R, StoreError>,
     {
         let mut conn = match self.conns.writer.try_lock() {
             Ok(c) => c,
@@ -109,7 +109,7 @@ impl Writer {
 /// write lock held elsewhere gives the write back at once instead of the busy timeout.
 fn run<R, F>(conn: &mut Connection, wait: bool, write: F) -> Now<R, F>
 where
-    F: FnOnce(&Transaction<'_>) -> Result<R, StoreError>,
+    F: FnOnce(&mut Connection) -> Result<R, StoreError>,
 {
     let ready = (|| {
         if !conn.is_autocommit() {
@@ -124,16 +124,18 @@ where
     if let Err(e) = ready {
         return Now::Done(Err(e));
     }
-    let refused = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-        Ok(tx) => {
-            return Now::Done((|| {
+    // BEGIN IMMEDIATE by hand rather than rusqlite's `Transaction`: the write gets the
+    // connection itself (`&mut Connection` is `Send`, so a transaction can be driven by the
+    // shared control flow of `crate::driver`), and `Open` rolls back whatever did not commit.
+    let refused = match conn.execute_batch("BEGIN IMMEDIATE") {
+        Ok(()) => {
+            let open = Open(conn);
+            return Now::Done(open.finish(|c| {
                 if !wait {
-                    tx.busy_timeout(BUSY_TIMEOUT)?;
+                    c.busy_timeout(BUSY_TIMEOUT)?;
                 }
-                let out = write(&tx)?;
-                tx.commit()?;
-                Ok(out)
-            })());
+                write(c)
+            }));
         }
         Err(e) => e,
     };
@@ -146,4 +148,27 @@ where
         }
     }
     Now::Done(Err(refused.into()))
+}
+
+/// An open write transaction: committed by [`Open::finish`] when the write succeeds, rolled
+/// back when it fails or panics (on drop).
+struct Open<'c>(&'c mut Connection);
+
+impl Open<'_> {
+    fn finish<R>(
+        self,
+        write: impl FnOnce(&mut Connection) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let out = write(&mut *self.0)?;
+        self.0.execute_batch("COMMIT")?;
+        Ok(out)
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            let _ = self.0.execute_batch("ROLLBACK");
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! SQLite's writes other than the append, each run by the writer (`writer.rs`) in its write
 //! transaction with the shared statements (`statements`).
 
-use rusqlite::Transaction;
+use rusqlite::Connection;
 
 use super::append::{running, save_running};
 use super::conn::named;
@@ -19,7 +19,7 @@ use recall_core::gateway::mirror;
 
 /// Removes a conversation's messages and stable windows; returns how many messages.
 pub(super) fn clear_conversation(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     tenant: &str,
     id: &str,
 ) -> Result<u64, StoreError> {
@@ -35,7 +35,7 @@ pub(super) fn clear_conversation(
 
 /// Replaces message `seq` (encoded as `e`) and shifts the running totals after it.
 pub(super) fn update_message(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     tenant: &str,
     id: &str,
     seq: i64,
@@ -88,7 +88,7 @@ pub(super) fn update_message(
 /// Saves a stable window's state, unless the conversation changed since the read that
 /// computed it (`snap`: an update or a clear would make it stale) or is gone.
 pub(super) fn save_stable(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     tenant: &str,
     id: &str,
     key: &StableKey,
@@ -111,7 +111,7 @@ pub(super) fn save_stable(
 
 /// Runs one statement of the shared text with `values` as `$1`…; returns the rows changed.
 pub(super) fn execute(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     sql: &str,
     values: &[&dyn rusqlite::ToSql],
 ) -> Result<u64, StoreError> {

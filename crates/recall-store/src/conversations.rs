@@ -1,0 +1,196 @@
+//! Conversations, tasks and API keys: what both databases do the same way, written once on
+//! the driver surface (`driver.rs`). Forks, clears and redactions differ per database (each
+//! engine's `forks.rs`).
+
+use serde_json::Value;
+
+use crate::codec::{
+    check_task_key, check_text, decode_task, encode_task, now_ms, ConversationColumns,
+};
+use crate::driver::{execute, params, row, rows, Conv, Row, Statements};
+use crate::error::StoreError;
+use crate::keys::{ApiKey, NewApiKey};
+use crate::model::{Conversation, NewConversation, StoredTask};
+use crate::statements::{
+    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS, GET_TASK,
+    INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
+};
+
+/// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–12.
+pub(crate) fn conversation_row(r: &dyn Row) -> Result<Conversation, StoreError> {
+    let metadata = r.text(4)?;
+    let policy = r.opt_text(5)?;
+    ConversationColumns {
+        id: r.text(0)?,
+        tenant: r.text(1)?,
+        title: r.opt_text(2)?,
+        system_prompt: r.opt_text(3)?,
+        metadata: &metadata,
+        policy: policy.as_deref(),
+        created_at: r.int(6)?,
+        updated_at: r.int(7)?,
+        message_count: r.int(8)?,
+        last_seq: r.int(9)?,
+        total_tokens: r.int(10)?,
+        parent_id: r.opt_text(11)?,
+        fork_seq: r.int(12)?,
+    }
+    .decode()
+}
+
+/// Creates a conversation with a new id (checked by the caller).
+pub(crate) async fn create<D: Statements>(
+    db: &D,
+    tenant: &str,
+    new: NewConversation,
+) -> Result<Conversation, StoreError> {
+    check_text("tenant", tenant)?;
+    check_text("title", new.title.as_deref().unwrap_or(""))?;
+    check_text("system prompt", new.system_prompt.as_deref().unwrap_or(""))?;
+    let id = uuid::Uuid::now_v7().to_string();
+    let now = now_ms();
+    let policy = crate::codec::policy_text(new.policy.as_ref())?;
+    let metadata = Value::Object(new.metadata.clone()).to_string();
+    let values = params![
+        &id,
+        tenant,
+        &new.title,
+        &new.system_prompt,
+        metadata,
+        policy,
+        now
+    ];
+    execute(db, INSERT_CONVERSATION, &values).await?;
+    Ok(Conversation {
+        id,
+        tenant: tenant.to_string(),
+        title: new.title,
+        system_prompt: new.system_prompt,
+        metadata: new.metadata,
+        policy: new.policy,
+        created_at: now,
+        updated_at: now,
+        message_count: 0,
+        last_seq: 0,
+        total_tokens: 0,
+        forked_from: None,
+    })
+}
+
+/// One conversation; another tenant's is not found.
+pub(crate) async fn get<D: Statements>(db: &D, c: Conv<'_>) -> Result<Conversation, StoreError> {
+    row(
+        db,
+        &get_conversation_sql(),
+        &params![c.id, c.tenant],
+        conversation_row,
+    )
+    .await?
+    .ok_or_else(|| StoreError::ConversationNotFound(c.id.to_string()))
+}
+
+/// The tenants holding a conversation `id`.
+pub(crate) async fn tenants<D: Statements>(db: &D, id: &str) -> Result<Vec<String>, StoreError> {
+    check_text("conversation id", id)?;
+    rows(db, CONVERSATION_TENANTS, &params![id], |r| r.text(0)).await
+}
+
+/// A tenant's conversations after the cursor.
+pub(crate) async fn list<D: Statements>(
+    db: &D,
+    tenant: &str,
+    after: Option<&str>,
+    limit: u32,
+) -> Result<Vec<Conversation>, StoreError> {
+    if let Some(a) = after {
+        check_text("cursor", a)?;
+    }
+    if tenant.contains('\0') {
+        return Ok(Vec::new());
+    }
+    let values = params![tenant, after.unwrap_or(""), limit];
+    rows(db, &list_conversations_sql(), &values, conversation_row).await
+}
+
+/// Stores a validated task under a new id.
+pub(crate) async fn create_task<D: Statements>(
+    db: &D,
+    tenant: &str,
+    task: &recall_core::task::Task,
+) -> Result<StoredTask, StoreError> {
+    let (stored, spec) = encode_task(tenant, task)?;
+    let values = params![
+        &stored.id,
+        tenant,
+        task.priority.as_str(),
+        &task.description,
+        spec,
+        stored.created_at,
+    ];
+    execute(db, INSERT_TASK, &values).await?;
+    Ok(stored)
+}
+
+/// One task; another tenant's is not found.
+pub(crate) async fn get_task<D: Statements>(
+    db: &D,
+    tenant: &str,
+    id: &str,
+) -> Result<StoredTask, StoreError> {
+    check_task_key(tenant, id)?;
+    let found = row(db, GET_TASK, &params![id, tenant], |r| {
+        Ok((r.text(0)?, r.text(1)?, r.int(2)?))
+    })
+    .await?;
+    let (id, spec, created_at) = found.ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
+    decode_task(id, tenant, &spec, created_at)
+}
+
+/// Stores an API key's hash.
+pub(crate) async fn create_key<D: Statements>(
+    db: &D,
+    key: NewApiKey,
+) -> Result<ApiKey, StoreError> {
+    check_text("tenant", &key.tenant)?;
+    check_text("label", key.label.as_deref().unwrap_or(""))?;
+    let now = now_ms();
+    let values = params![&key.id, &key.tenant, &key.key_sha256, &key.label, now];
+    execute(db, INSERT_API_KEY, &values).await?;
+    Ok(ApiKey {
+        id: key.id,
+        tenant: key.tenant,
+        label: key.label,
+        created_at: now,
+        revoked_at: None,
+    })
+}
+
+/// The tenant of an unrevoked key, by its hash: the lookup of every authenticated request.
+pub(crate) async fn key_tenant<D: Statements>(
+    db: &D,
+    key_sha256: &str,
+) -> Result<Option<String>, StoreError> {
+    row(db, API_KEY_TENANT, &params![key_sha256], |r| r.text(0)).await
+}
+
+/// API keys, of one tenant or all, oldest first.
+pub(crate) async fn list_keys<D: Statements>(
+    db: &D,
+    tenant: Option<&str>,
+) -> Result<Vec<ApiKey>, StoreError> {
+    rows(db, LIST_API_KEYS, &params![tenant], |r| {
+        Ok(ApiKey {
+            id: r.text(0)?,
+            tenant: r.text(1)?,
+            label: r.opt_text(2)?,
+            created_at: r.int(3)?,
+            revoked_at: r.opt_int(4)?,
+        })
+    })
+    .await
+}
+
+/// Revokes a key; false when no unrevoked key has that id.
+pub(crate) async fn revoke_key<D: Statements>(db: &D, id: &str) -> Result<bool, StoreError> {
+    Ok(execute(db, REVOKE_API_KEY, &params![now_ms(), id]).await? > 0)
+}

@@ -1,0 +1,352 @@
+//! What each database gives the shared store: run a statement, read rows, hold a write
+//! transaction ([`Statements`], [`Tx`]), plus the operations whose form differs per database (the
+//! context read, the append, forks, recall's index, vectors, search, vacuum).
+//!
+//! [`crate::Store`] is implemented once, over any [`Driver`] (`store_impl.rs`): the checks
+//! every method makes and each capability's control flow that is the same on both databases
+//! (conversations, tasks, API keys, summaries) are written there and in their capability's
+//! module, on this surface. SQLite's driver runs reads on the calling thread and write
+//! transactions on its one writer connection (`sqlite/writer.rs`); its [`Tx`] answers at once,
+//! so a transaction's flow runs to its end on the writer, never waiting on the runtime.
+//! PostgreSQL's runs everything on sqlx's pool.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use recall_core::policy::Policy;
+use recall_core::recall::{choose, Ranked, RecallCandidate, RecallKey, RecallQuery, RecallSection};
+
+use crate::codec::Encoded;
+use crate::error::StoreError;
+use crate::model::{
+    Appended, Conversation, ConversationRef, ConversationUpdate, MirrorSums, NewFork, RecallHits,
+    SearchHit, StoredMessage, VectorTodo,
+};
+use crate::window::Window;
+
+/// A value bound to a statement's parameter (`$1`, `$2`, … in order).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    Int(i64),
+    OptInt(Option<i64>),
+    Text(String),
+    OptText(Option<String>),
+    Bytes(Vec<u8>),
+}
+
+impl From<i64> for Param {
+    fn from(v: i64) -> Param {
+        Param::Int(v)
+    }
+}
+
+impl From<u32> for Param {
+    fn from(v: u32) -> Param {
+        Param::Int(i64::from(v))
+    }
+}
+
+impl From<Option<i64>> for Param {
+    fn from(v: Option<i64>) -> Param {
+        Param::OptInt(v)
+    }
+}
+
+impl From<Vec<u8>> for Param {
+    fn from(v: Vec<u8>) -> Param {
+        Param::Bytes(v)
+    }
+}
+
+impl From<&str> for Param {
+    fn from(v: &str) -> Param {
+        Param::Text(v.to_string())
+    }
+}
+
+impl From<&String> for Param {
+    fn from(v: &String) -> Param {
+        Param::Text(v.clone())
+    }
+}
+
+impl From<String> for Param {
+    fn from(v: String) -> Param {
+        Param::Text(v)
+    }
+}
+
+impl From<Option<&str>> for Param {
+    fn from(v: Option<&str>) -> Param {
+        Param::OptText(v.map(str::to_string))
+    }
+}
+
+impl From<&Option<String>> for Param {
+    fn from(v: &Option<String>) -> Param {
+        Param::OptText(v.clone())
+    }
+}
+
+impl From<Option<String>> for Param {
+    fn from(v: Option<String>) -> Param {
+        Param::OptText(v)
+    }
+}
+
+/// The parameters of a statement, in order: `params![id, tenant, limit]`.
+macro_rules! params {
+    ($($v:expr),* $(,)?) => {
+        [$($crate::driver::Param::from($v)),*]
+    };
+}
+pub(crate) use params;
+
+/// One row a statement returned, read by column index.
+pub trait Row {
+    fn int(&self, i: usize) -> Result<i64, StoreError>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError>;
+    fn text(&self, i: usize) -> Result<String, StoreError>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError>;
+}
+
+/// What is done with each row a statement returns.
+pub type EachRow<'f> = &'f mut (dyn FnMut(&dyn Row) -> Result<(), StoreError> + Send);
+
+/// An open write transaction.
+#[async_trait]
+pub trait Tx: Send {
+    /// Runs one statement; the rows it changed.
+    async fn execute(&mut self, sql: &str, params: &[Param]) -> Result<u64, StoreError>;
+
+    /// Runs one statement and hands `each` its rows in order.
+    async fn each(
+        &mut self,
+        sql: &str,
+        params: &[Param],
+        each: EachRow<'_>,
+    ) -> Result<(), StoreError>;
+}
+
+/// The rows of one statement in `tx`, each read by `map`.
+pub(crate) async fn tx_rows<T: Send>(
+    tx: &mut dyn Tx,
+    sql: &str,
+    params: &[Param],
+    map: fn(&dyn Row) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut out = Vec::new();
+    tx.each(sql, params, &mut |r| {
+        out.push(map(r)?);
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+/// A write: run in one transaction, committed when it returns `Ok`, rolled back otherwise.
+pub type Work<R> =
+    Box<dyn for<'t> FnOnce(&'t mut dyn Tx) -> BoxFuture<'t, Result<R, StoreError>> + Send>;
+
+/// Statements on one database: the surface the shared control flow runs on.
+#[async_trait]
+pub trait Statements: Send + Sync {
+    /// Runs one read statement and hands `each` its rows in order.
+    async fn each(&self, sql: &str, params: &[Param], each: EachRow<'_>) -> Result<(), StoreError>;
+
+    /// Runs `work` in one write transaction.
+    async fn write<R: Send + 'static>(&self, work: Work<R>) -> Result<R, StoreError>;
+
+    /// What a read in a write transaction ends with to lock the rows it returns until the
+    /// transaction ends (` FOR UPDATE`); empty where the transaction holds the database's one
+    /// write lock already (SQLite).
+    fn lock_rows(&self) -> &'static str;
+}
+
+/// Conversations' histories and the forks that share them (each database's `forks.rs`): the
+/// operations of [`crate::Store`] of the same purpose, after its checks.
+#[async_trait]
+pub trait ForkOps {
+    async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError>;
+    async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError>;
+    async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError>;
+    async fn delete_tree(&self, c: Conv<'_>, cascade: bool) -> Result<u64, StoreError>;
+    async fn clear(&self, c: Conv<'_>) -> Result<u64, StoreError>;
+    async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError>;
+    async fn update_settings(
+        &self,
+        c: Conv<'_>,
+        update: ConversationUpdate,
+    ) -> Result<Conversation, StoreError>;
+    /// Messages after `after` along the chain of a fork (which also tells a missing one).
+    async fn page(
+        &self,
+        c: Conv<'_>,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredMessage>, StoreError>;
+    /// Gives removed data's space back (see [`crate::Store::compact`]).
+    async fn vacuum(&self) -> Result<(), StoreError>;
+}
+
+/// Writes of messages (each database's `append.rs`), given batches already encoded and
+/// checked (`codec::encode_batch`, `codec::validate`).
+#[async_trait]
+pub trait AppendOps {
+    async fn append_encoded(
+        &self,
+        c: Conv<'_>,
+        encoded: Vec<Encoded>,
+    ) -> Result<Vec<Appended>, StoreError>;
+    async fn replace_message(&self, c: Conv<'_>, seq: i64, e: Encoded) -> Result<(), StoreError>;
+}
+
+/// The context read (each database's `window.rs`).
+#[async_trait]
+pub trait WindowOps {
+    async fn read_window(
+        &self,
+        c: Conv<'_>,
+        policy: &Policy,
+    ) -> Result<(Conversation, Window), StoreError>;
+}
+
+/// Full-text search (each database's `search.rs`), given checked words and a limit above 0.
+#[async_trait]
+pub trait SearchOps {
+    async fn search_hits(
+        &self,
+        tenant: &str,
+        words: &[String],
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError>;
+}
+
+/// Recall's lexical index and reads (each database's `recall.rs`).
+#[async_trait]
+pub trait RecallOps {
+    async fn catch_up_index(
+        &self,
+        c: Conv<'_>,
+        budget: Option<Duration>,
+    ) -> Result<bool, StoreError>;
+    /// Hits in `conversation` scope: ranked over the store's recall index as far as it is
+    /// caught up (`complete` false when it does not reach `query.before`).
+    async fn conversation_hits(
+        &self,
+        c: Conv<'_>,
+        query: &RecallQuery,
+    ) -> Result<RecallHits, StoreError>;
+    /// Hits in `tenant` scope, ranked by the search index.
+    async fn tenant_hits(
+        &self,
+        c: Conv<'_>,
+        query: &RecallQuery,
+    ) -> Result<Vec<Ranked>, StoreError>;
+    async fn recall_read(
+        &self,
+        c: Conv<'_>,
+        query: &RecallQuery,
+        keys: &[RecallKey],
+    ) -> Result<Vec<RecallCandidate>, StoreError>;
+
+    /// Recall's choice (see [`crate::Store::recall_choose`]): by default every message
+    /// within two seqs of a hit is read at once, then chosen.
+    async fn recall_choice(&self, c: Choice<'_>) -> Result<RecallSection, StoreError> {
+        let keys = c.query.neighbour_keys(c.hits);
+        let candidates = self.recall_read(c.conv, c.query, &keys).await?;
+        Ok(choose(
+            c.query,
+            c.hits,
+            &candidates,
+            &c.tokenizer,
+            c.escape,
+            c.complete,
+        ))
+    }
+}
+
+/// Message vectors (each database's `vectors.rs`); saving them is shared (`vectors.rs`).
+#[async_trait]
+pub trait VectorOps {
+    async fn backlog(
+        &self,
+        tenant: &str,
+        id: Option<&str>,
+        model: &str,
+        limit: u32,
+    ) -> Result<Vec<VectorTodo>, StoreError>;
+    async fn semantic(
+        &self,
+        c: Conv<'_>,
+        query: &RecallQuery,
+        model: &str,
+        vector: &[f32],
+    ) -> Result<RecallHits, StoreError>;
+}
+
+/// One database under the shared store: every capability. [`crate::Store`] is implemented
+/// once for any `Driver` (`store_impl.rs`).
+pub trait Driver:
+    Statements + ForkOps + AppendOps + WindowOps + SearchOps + RecallOps + VectorOps
+{
+}
+
+impl<D> Driver for D where
+    D: Statements + ForkOps + AppendOps + WindowOps + SearchOps + RecallOps + VectorOps
+{
+}
+
+/// A conversation of a tenant, as the driver surface takes it.
+pub type Conv<'a> = ConversationRef<'a>;
+
+/// One recall choice's inputs.
+pub type Choice<'a> = crate::model::RecallChoice<'a>;
+
+/// The rows of one read, each read by `map`.
+pub(crate) async fn rows<D: Statements + ?Sized, T: Send>(
+    db: &D,
+    sql: &str,
+    params: &[Param],
+    map: fn(&dyn Row) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut out = Vec::new();
+    db.each(sql, params, &mut |r| {
+        out.push(map(r)?);
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+/// The first row of one read, if any, read by `map`.
+pub(crate) async fn row<D: Statements + ?Sized, T: Send>(
+    db: &D,
+    sql: &str,
+    params: &[Param],
+    map: fn(&dyn Row) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut out = None;
+    db.each(sql, params, &mut |r| {
+        if out.is_none() {
+            out = Some(map(r)?);
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Runs one write statement in a transaction of its own; the rows it changed.
+pub(crate) async fn execute<D: Statements + ?Sized>(
+    db: &D,
+    sql: &'static str,
+    params: &[Param],
+) -> Result<u64, StoreError> {
+    let params = params.to_vec();
+    db.write(Box::new(move |tx| {
+        Box::pin(async move { tx.execute(sql, &params).await })
+    }))
+    .await
+}
