@@ -43,6 +43,23 @@ pub(crate) struct Running {
     pub mirror: Option<i64>,
 }
 
+/// The running totals from a row of `statements::RUNNING`.
+pub(crate) fn running_row(r: &dyn crate::driver::Row) -> Result<Running, crate::StoreError> {
+    Ok(Running {
+        last_seq: r.int(0)?,
+        count: r.int(1)?,
+        o200k: r.int(2)?,
+        cl100k: r.int(3)?,
+        chars: r.int(4)?,
+        chars4: r.int(5)?,
+        turns: r.int(6)?,
+        cuts: r.int(7)?,
+        current_windows: r.int(8)?,
+        last_at: r.opt_int(9)?,
+        mirror: r.opt_int(10)?,
+    })
+}
+
 impl Running {
     /// A conversation's totals after a clear: nothing counted, `last_seq` kept, no newest
     /// message (so no time to follow).

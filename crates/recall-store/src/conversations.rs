@@ -1,20 +1,26 @@
 //! Conversations, tasks and API keys: what both databases do the same way, written once on
-//! the driver surface (`driver.rs`). Forks, clears and redactions differ per database (each
-//! engine's `forks.rs`).
+//! the driver surface (`driver.rs`): creating, reading, listing, changing settings, clearing
+//! and deleting (with forks). Each write holds the conversation's row lock where the database
+//! locks rows (PostgreSQL; SQLite's one writer holds the database's). Forking and redaction,
+//! whose reads go along a fork's chain, are each database's (`*/forks.rs`).
 
 use serde_json::Value;
 
+use crate::append_plan::{running_row, Running};
 use crate::codec::{
     check_task_key, check_text, decode_task, encode_task, now_ms, ConversationColumns,
 };
-use crate::driver::{execute, params, row, rows, Conv, Row, Statements};
+use crate::driver::{execute, params, row, rows, tx_rows, Conv, Row, Statements, Tx};
 use crate::error::StoreError;
+use crate::fork_plan::{apply_update, has_forks, DESCENDANTS, DETACH, FORK_COUNT, UPDATE_SETTINGS};
 use crate::keys::{ApiKey, NewApiKey};
-use crate::model::{Conversation, NewConversation, StoredTask};
+use crate::model::{Conversation, ConversationUpdate, NewConversation, StoredTask};
 use crate::statements::{
-    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS, GET_TASK,
-    INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
+    get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS,
+    DELETE_CONVERSATION, DELETE_MESSAGES, DELETE_STABLE_WINDOWS, GET_TASK, INSERT_API_KEY,
+    INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY, RUNNING, SAVE_RUNNING,
 };
+use crate::summaries::{DROP_LEASE, DROP_SUMMARIES};
 
 /// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–12.
 pub(crate) fn conversation_row(r: &dyn Row) -> Result<Conversation, StoreError> {
@@ -110,6 +116,127 @@ pub(crate) async fn list<D: Statements>(
     }
     let values = params![tenant, after.unwrap_or(""), limit];
     rows(db, &list_conversations_sql(), &values, conversation_row).await
+}
+
+/// The conversation's running totals, its row locked until the transaction ends.
+pub(crate) async fn lock_running(tx: &mut dyn Tx, c: Conv<'_>) -> Result<Running, StoreError> {
+    let sql = format!("{RUNNING}{}", tx.lock_rows());
+    let found = tx_rows(tx, &sql, &params![c.id, c.tenant], running_row).await?;
+    found
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::ConversationNotFound(c.id.to_string()))
+}
+
+/// Saves the running totals of conversation `id`.
+async fn save_running(tx: &mut dyn Tx, id: &str, r: &Running) -> Result<(), StoreError> {
+    let [a, b, c, d, e, f, g, h] = r.columns();
+    let values = params![a, b, c, d, e, f, g, h, now_ms(), id, r.last_at, r.mirror];
+    tx.execute(SAVE_RUNNING, &values).await?;
+    Ok(())
+}
+
+/// A conversation in the write transaction `tx`.
+async fn get_in(tx: &mut dyn Tx, c: Conv<'_>) -> Result<Conversation, StoreError> {
+    let sql = get_conversation_sql();
+    let found = tx_rows(tx, &sql, &params![c.id, c.tenant], conversation_row).await?;
+    found
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::ConversationNotFound(c.id.to_string()))
+}
+
+/// How many forks conversation `id` has.
+async fn fork_count(tx: &mut dyn Tx, id: &str) -> Result<i64, StoreError> {
+    let n = tx_rows(tx, FORK_COUNT, &params![id], |r| r.int(0)).await?;
+    Ok(n.first().copied().unwrap_or(0))
+}
+
+/// Changes a conversation's settings; a policy change drops its stable windows.
+pub(crate) async fn update_settings<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    update: ConversationUpdate,
+) -> Result<Conversation, StoreError> {
+    let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+    db.write(Box::new(move |tx| {
+        Box::pin(async move {
+            let c = Conv::new(&tenant, &id);
+            lock_running(tx, c).await?;
+            let mut conv = get_in(tx, c).await?;
+            if apply_update(&mut conv, &update)? {
+                tx.execute(DELETE_STABLE_WINDOWS, &params![&id]).await?;
+            }
+            let metadata = Value::Object(conv.metadata.clone()).to_string();
+            let policy = crate::codec::policy_text(conv.policy.as_ref())?;
+            let values = params![
+                &id,
+                &conv.title,
+                &conv.system_prompt,
+                metadata,
+                policy,
+                now_ms()
+            ];
+            tx.execute(UPDATE_SETTINGS, &values).await?;
+            get_in(tx, c).await
+        })
+    }))
+    .await
+}
+
+/// Deletes a conversation and, with `cascade`, its forks (deepest first); how many.
+pub(crate) async fn delete<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    cascade: bool,
+) -> Result<u64, StoreError> {
+    let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+    db.write(Box::new(move |tx| {
+        Box::pin(async move {
+            lock_running(tx, Conv::new(&tenant, &id)).await?;
+            let forks = fork_count(tx, &id).await?;
+            if forks > 0 && !cascade {
+                return Err(has_forks(&id, forks, "delete"));
+            }
+            let mut ids = if forks > 0 {
+                tx_rows(tx, DESCENDANTS, &params![&id], |r| r.text(0)).await?
+            } else {
+                Vec::new()
+            };
+            ids.push(id.clone());
+            for d in &ids {
+                tx.execute(DELETE_STABLE_WINDOWS, &params![d]).await?;
+                tx.execute(DELETE_MESSAGES, &params![d]).await?;
+                tx.execute(DELETE_CONVERSATION, &params![d, &tenant])
+                    .await?;
+            }
+            Ok(ids.len() as u64)
+        })
+    }))
+    .await
+}
+
+/// Removes a conversation's messages, its stable windows and summaries, keeps the rest; a
+/// conversation with forks is refused, a fork stops reading its parent.
+pub(crate) async fn clear<D: Statements>(db: &D, c: Conv<'_>) -> Result<u64, StoreError> {
+    let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+    db.write(Box::new(move |tx| {
+        Box::pin(async move {
+            let r = lock_running(tx, Conv::new(&tenant, &id)).await?;
+            let forks = fork_count(tx, &id).await?;
+            if forks > 0 {
+                return Err(has_forks(&id, forks, "clear"));
+            }
+            tx.execute(DETACH, &params![&id]).await?;
+            let removed = tx.execute(DELETE_MESSAGES, &params![&id]).await?;
+            for sql in [DELETE_STABLE_WINDOWS, DROP_LEASE, DROP_SUMMARIES] {
+                tx.execute(sql, &params![&id]).await?;
+            }
+            save_running(tx, &id, &Running::cleared(r.last_seq)).await?;
+            Ok(removed)
+        })
+    }))
+    .await
 }
 
 /// Stores a validated task under a new id.

@@ -20,8 +20,8 @@ use recall_core::recall::{choose, Ranked, RecallCandidate, RecallKey, RecallQuer
 use crate::codec::Encoded;
 use crate::error::StoreError;
 use crate::model::{
-    Appended, Conversation, ConversationRef, ConversationUpdate, MirrorSums, NewFork, RecallHits,
-    SearchHit, StoredMessage, VectorTodo,
+    Appended, Conversation, ConversationRef, MirrorSums, NewFork, RecallHits, SearchHit,
+    StoredMessage, VectorTodo,
 };
 use crate::window::Window;
 
@@ -127,6 +127,9 @@ pub trait Tx: Send {
         params: &[Param],
         each: EachRow<'_>,
     ) -> Result<(), StoreError>;
+
+    /// See [`Statements::lock_rows`].
+    fn lock_rows(&self) -> &'static str;
 }
 
 /// The rows of one statement in `tx`, each read by `map`.
@@ -171,14 +174,7 @@ pub trait ForkOps {
     async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError>;
     async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError>;
     async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError>;
-    async fn delete_tree(&self, c: Conv<'_>, cascade: bool) -> Result<u64, StoreError>;
-    async fn clear(&self, c: Conv<'_>) -> Result<u64, StoreError>;
     async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError>;
-    async fn update_settings(
-        &self,
-        c: Conv<'_>,
-        update: ConversationUpdate,
-    ) -> Result<Conversation, StoreError>;
     /// Messages after `after` along the chain of a fork (which also tells a missing one).
     async fn page(
         &self,

@@ -61,7 +61,7 @@ impl<D: Driver> Store for D {
         id: &str,
         update: ConversationUpdate,
     ) -> Result<Conversation, StoreError> {
-        self.update_settings(checked(tenant, id)?, update).await
+        conv::update_settings(self, checked(tenant, id)?, update).await
     }
 
     async fn delete_conversation(
@@ -70,11 +70,11 @@ impl<D: Driver> Store for D {
         id: &str,
         cascade: bool,
     ) -> Result<u64, StoreError> {
-        self.delete_tree(checked(tenant, id)?, cascade).await
+        conv::delete(self, checked(tenant, id)?, cascade).await
     }
 
     async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, StoreError> {
-        self.clear(checked(tenant, id)?).await
+        conv::clear(self, checked(tenant, id)?).await
     }
 
     // Forks and redaction.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use sqlx::{PgConnection, Postgres, Row, Transaction};
+use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::PgStore;
 use crate::append_plan::{lookup_ids, plan_appends, replacement, Replaced, Running, StoredId};
@@ -51,19 +51,7 @@ const RESERVE_RUNNING: &str = "UPDATE conversations SET last_seq = last_seq + $3
 const SAVE_MIRROR: &str = "UPDATE conversations SET total_mirror = $2 WHERE id = $1";
 
 fn running_at(row: &sqlx::postgres::PgRow) -> Result<Running, StoreError> {
-    Ok(Running {
-        last_seq: row.try_get(0)?,
-        count: row.try_get(1)?,
-        o200k: row.try_get(2)?,
-        cl100k: row.try_get(3)?,
-        chars: row.try_get(4)?,
-        chars4: row.try_get(5)?,
-        turns: row.try_get(6)?,
-        cuts: row.try_get(7)?,
-        current_windows: row.try_get(8)?,
-        last_at: row.try_get(9)?,
-        mirror: row.try_get(10)?,
-    })
+    crate::append_plan::running_row(row)
 }
 
 impl PgStore {

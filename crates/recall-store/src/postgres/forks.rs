@@ -12,22 +12,22 @@ use recall_core::select::HistoryMessage;
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::{conversation_at, stored_at, PgStore};
-use crate::append_plan::{replacement, Running};
+use crate::append_plan::replacement;
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
-    fork_running, forks_of_sql, has_forks, owner, page_upto_sql, redaction, segments,
-    stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF,
-    COPY_STABLE_WINDOWS, DESCENDANTS, DESCENDANTS_READING, DETACH, FORKS_READING, FORK_COUNT,
-    INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID,
-    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO, UPDATE_SETTINGS,
+    after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
+    forks_of_sql, has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
+    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS,
+    DESCENDANTS_READING, FORKS_READING, INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL,
+    REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT,
+    SYSTEM_UPTO,
 };
-use crate::model::{Conversation, ConversationUpdate, MirrorSums, NewFork, StoredMessage};
+use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
 use crate::statements::{
-    get_conversation_sql, stable_rows_sql, DELETE_CONVERSATION, DELETE_MESSAGES,
-    DELETE_STABLE_WINDOWS, MESSAGE_COLUMNS, SHIFT_RUNNING, SYSTEM_MESSAGES,
+    get_conversation_sql, stable_rows_sql, DELETE_STABLE_WINDOWS, MESSAGE_COLUMNS, SHIFT_RUNNING,
+    SYSTEM_MESSAGES,
 };
 use crate::window::{StableKey, Totals};
 use crate::window_plan::history_message;
@@ -128,17 +128,6 @@ impl PgStore {
             }
         }
         Ok((Totals::default(), None, Some(0)))
-    }
-
-    /// Refuses a clear of a conversation with forks; a fork that is cleared stops reading
-    /// its parent.
-    pub(super) async fn before_clear(tx: &mut Tx<'_>, id: &str) -> Result<(), StoreError> {
-        let forks = Self::count_of(tx, FORK_COUNT, id, None).await?;
-        if forks > 0 {
-            return Err(has_forks(id, forks, "clear"));
-        }
-        sqlx::query(DETACH).bind(id).execute(&mut **tx).await?;
-        Ok(())
     }
 
     /// Refuses an update of message `seq` when forks read it.
@@ -479,61 +468,6 @@ impl ForkOps for PgStore {
         })
     }
 
-    /// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
-    async fn delete_tree(&self, c: Conv<'_>, cascade: bool) -> Result<u64, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let mut tx = self.pool.begin().await?;
-        Self::lock_running(&mut tx, tenant, id).await?;
-        let forks = Self::count_of(&mut tx, FORK_COUNT, id, None).await?;
-        if forks > 0 && !cascade {
-            return Err(has_forks(id, forks, "delete"));
-        }
-        let mut ids: Vec<String> = if forks > 0 {
-            sqlx::query_scalar(DESCENDANTS)
-                .bind(id)
-                .fetch_all(&mut *tx)
-                .await?
-        } else {
-            Vec::new()
-        };
-        ids.push(id.to_string());
-        for d in &ids {
-            for sql in [DELETE_STABLE_WINDOWS, DELETE_MESSAGES] {
-                sqlx::query(sql).bind(d).execute(&mut *tx).await?;
-            }
-            sqlx::query(DELETE_CONVERSATION)
-                .bind(d)
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(ids.len() as u64)
-    }
-
-    /// Under the conversation's row lock.
-    async fn clear(&self, c: Conv<'_>) -> Result<u64, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let mut tx = self.pool.begin().await?;
-        let r = Self::lock_running(&mut tx, tenant, id).await?;
-        Self::before_clear(&mut tx, id).await?;
-        let removed = sqlx::query(DELETE_MESSAGES)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        for sql in [
-            DELETE_STABLE_WINDOWS,
-            crate::summaries::DROP_LEASE,
-            crate::summaries::DROP_SUMMARIES,
-        ] {
-            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
-        }
-        Self::save_running(&mut tx, id, &Running::cleared(r.last_seq)).await?;
-        tx.commit().await?;
-        Ok(removed)
-    }
-
     /// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts
     /// the running totals of every conversation that reads it, each under its row lock.
     async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError> {
@@ -633,37 +567,6 @@ impl ForkOps for PgStore {
         }
         tx.commit().await?;
         Ok(())
-    }
-
-    /// Changes the settings of conversation `id` under its row lock.
-    async fn update_settings(
-        &self,
-        c: Conv<'_>,
-        update: ConversationUpdate,
-    ) -> Result<Conversation, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let update = &update;
-        let mut tx = self.pool.begin().await?;
-        Self::lock_running(&mut tx, tenant, id).await?;
-        let mut conv = Self::get_in(&mut tx, tenant, id).await?;
-        if apply_update(&mut conv, update)? {
-            sqlx::query(DELETE_STABLE_WINDOWS)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query(UPDATE_SETTINGS)
-            .bind(id)
-            .bind(&conv.title)
-            .bind(&conv.system_prompt)
-            .bind(serde_json::Value::Object(conv.metadata.clone()).to_string())
-            .bind(policy_text(conv.policy.as_ref())?)
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await?;
-        let conv = Self::get_in(&mut tx, tenant, id).await?;
-        tx.commit().await?;
-        Ok(conv)
     }
 
     /// A page of a history across its chain (one snapshot).

@@ -133,16 +133,15 @@ impl Tx for PgTx<'_> {
         }
         Ok(())
     }
+
+    fn lock_rows(&self) -> &'static str {
+        " FOR UPDATE"
+    }
 }
 
 #[async_trait]
 impl Statements for PgStore {
-    async fn each(
-        &self,
-        sql: &str,
-        params: &[Param],
-        each: EachRow<'_>,
-    ) -> Result<(), StoreError> {
+    async fn each(&self, sql: &str, params: &[Param], each: EachRow<'_>) -> Result<(), StoreError> {
         for row in bound(sql, params).fetch_all(&self.pool).await? {
             each(&row)?;
         }

@@ -14,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::conn::named;
 use super::forks::stable_rows;
 use super::SqliteStore;
-use crate::append_plan::{lookup_ids, plan_appends, Running, StoredId};
+use crate::append_plan::{lookup_ids, plan_appends, running_row, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::driver::{AppendOps, Conv};
 use crate::error::StoreError;
@@ -30,22 +30,10 @@ use crate::window::StableKey;
 pub(super) fn running(tx: &Connection, tenant: &str, id: &str) -> Result<Running, StoreError> {
     tx.prepare_cached(RUNNING)?
         .query_row(named(&[&id, &tenant]).as_slice(), |row| {
-            Ok(Running {
-                last_seq: row.get(0)?,
-                count: row.get(1)?,
-                o200k: row.get(2)?,
-                cl100k: row.get(3)?,
-                chars: row.get(4)?,
-                chars4: row.get(5)?,
-                turns: row.get(6)?,
-                cuts: row.get(7)?,
-                current_windows: row.get(8)?,
-                last_at: row.get(9)?,
-                mirror: row.get(10)?,
-            })
+            Ok(running_row(row))
         })
         .optional()?
-        .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))
+        .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
 }
 
 /// Saves the running totals of conversation `id`.

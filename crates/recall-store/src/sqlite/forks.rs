@@ -7,7 +7,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
-use super::append::running;
 use super::conn::{conversation, named, stored_message};
 use super::SqliteStore;
 use crate::append_plan::{replacement, Replaced};
@@ -15,17 +14,16 @@ use crate::codec::{check_text, now_ms, policy_text};
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, apply_update, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent,
-    fork_running, has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
-    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS,
-    DESCENDANTS_READING, DETACH, FORK_COUNT, INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL,
-    REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT,
-    SYSTEM_UPTO, UPDATE_SETTINGS,
+    after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
+    has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow,
+    Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING,
+    INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID,
+    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO,
 };
-use crate::model::{Conversation, ConversationUpdate, MirrorSums, NewFork, StoredMessage};
+use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
 use crate::statements::{
-    get_conversation_sql, stable_rows_sql, DELETE_CONVERSATION, DELETE_MESSAGES,
-    DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING, SYSTEM_MESSAGES,
+    get_conversation_sql, stable_rows_sql, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING,
+    SYSTEM_MESSAGES,
 };
 use crate::window::{StableKey, Totals};
 use recall_core::gateway::mirror;
@@ -211,40 +209,6 @@ fn forks(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Conversation>,
     Ok(out)
 }
 
-/// Deletes a conversation, and with `cascade` its forks, deepest first; how many.
-fn delete(tx: &Connection, tenant: &str, id: &str, cascade: bool) -> Result<u64, StoreError> {
-    running(tx, tenant, id)?;
-    let forks = count(tx, FORK_COUNT, &[&id])?;
-    if forks > 0 && !cascade {
-        return Err(has_forks(id, forks, "delete"));
-    }
-    let mut ids: Vec<String> = if forks > 0 {
-        tx.prepare_cached(DESCENDANTS)?
-            .query_map(named(&[&id]).as_slice(), |r| r.get(0))?
-            .collect::<Result<_, _>>()?
-    } else {
-        Vec::new()
-    };
-    ids.push(id.to_string());
-    for d in &ids {
-        tx.execute(DELETE_STABLE_WINDOWS, named(&[d]).as_slice())?;
-        tx.execute(DELETE_MESSAGES, named(&[d]).as_slice())?;
-        tx.execute(DELETE_CONVERSATION, named(&[d, &tenant]).as_slice())?;
-    }
-    Ok(ids.len() as u64)
-}
-
-/// Refuses a clear of a conversation with forks; a fork that is cleared stops reading its
-/// parent.
-pub(super) fn before_clear(tx: &Connection, id: &str) -> Result<(), StoreError> {
-    let forks = count(tx, FORK_COUNT, &[&id])?;
-    if forks > 0 {
-        return Err(has_forks(id, forks, "clear"));
-    }
-    tx.execute(DETACH, named(&[&id]).as_slice())?;
-    Ok(())
-}
-
 /// Refuses an update of message `seq` when forks read it.
 pub(super) fn before_update(tx: &Connection, id: &str, seq: i64) -> Result<(), StoreError> {
     let forks = count(tx, crate::fork_plan::FORKS_READING, &[&id, &seq])?;
@@ -403,33 +367,6 @@ fn mirror_sums(
     })
 }
 
-/// Changes the settings of conversation `id` (see `Store::update_conversation`).
-fn update_settings(
-    tx: &Connection,
-    tenant: &str,
-    id: &str,
-    update: &ConversationUpdate,
-) -> Result<Conversation, StoreError> {
-    let mut conv = get(tx, tenant, id)?;
-    if apply_update(&mut conv, update)? {
-        tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
-    }
-    let metadata = serde_json::Value::Object(conv.metadata.clone()).to_string();
-    let policy = policy_text(conv.policy.as_ref())?;
-    tx.prepare_cached(UPDATE_SETTINGS)?.execute(
-        named(&[
-            &id,
-            &conv.title,
-            &conv.system_prompt,
-            &metadata,
-            &policy,
-            &now_ms(),
-        ])
-        .as_slice(),
-    )?;
-    get(tx, tenant, id)
-}
-
 /// A page of a history: messages with `seq > after`, oldest first, at most `limit`, across
 /// the chain.
 fn page(
@@ -543,35 +480,10 @@ impl ForkOps for SqliteStore {
         self.read(|conn| mirror_sums(conn, c.tenant, c.id, at))
     }
 
-    async fn delete_tree(&self, c: Conv<'_>, cascade: bool) -> Result<u64, StoreError> {
-        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
-        self.writer
-            .write(move |tx| delete(tx, &tenant, &id, cascade))
-            .await
-    }
-
-    async fn clear(&self, c: Conv<'_>) -> Result<u64, StoreError> {
-        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
-        self.writer
-            .write(move |tx| super::writes::clear_conversation(tx, &tenant, &id))
-            .await
-    }
-
     async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError> {
         let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
         self.writer
             .write(move |tx| redact(tx, &tenant, &id, seq))
-            .await
-    }
-
-    async fn update_settings(
-        &self,
-        c: Conv<'_>,
-        update: ConversationUpdate,
-    ) -> Result<Conversation, StoreError> {
-        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
-        self.writer
-            .write(move |tx| update_settings(tx, &tenant, &id, &update))
             .await
     }
 

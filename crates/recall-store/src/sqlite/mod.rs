@@ -177,6 +177,10 @@ impl Tx for SqliteTx<'_> {
     ) -> Result<(), StoreError> {
         conn::each_row(self.0, sql, params, each)
     }
+
+    fn lock_rows(&self) -> &'static str {
+        ""
+    }
 }
 
 /// Runs a transaction's flow to its end at once, on the writer: [`SqliteTx`] answers every
@@ -195,12 +199,7 @@ fn run_now<R>(mut flow: BoxFuture<'_, Result<R, StoreError>>) -> Result<R, Store
 #[async_trait]
 impl Statements for SqliteStore {
     /// On the calling thread (see `SqliteStore::read`).
-    async fn each(
-        &self,
-        sql: &str,
-        params: &[Param],
-        each: EachRow<'_>,
-    ) -> Result<(), StoreError> {
+    async fn each(&self, sql: &str, params: &[Param], each: EachRow<'_>) -> Result<(), StoreError> {
         self.read(|c| conn::each_row(c, sql, params, each))
     }
 

@@ -5,33 +5,17 @@ use rusqlite::Connection;
 
 use super::append::{running, save_running};
 use super::conn::named;
-use crate::append_plan::{replacement, Running};
+use crate::append_plan::replacement;
 use crate::codec::Encoded;
 use crate::error::StoreError;
 use crate::stable::StableRow;
 use crate::statements::{
-    DELETE_MESSAGES, DELETE_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM, ROLL_BACK_STABLE_WINDOWS,
-    SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE,
+    DROP_STABLE_WINDOWS_FROM, ROLL_BACK_STABLE_WINDOWS, SAVE_STABLE_WINDOW, SHIFT_RUNNING,
+    UPDATE_MESSAGE,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
 use recall_core::gateway::mirror;
-
-/// Removes a conversation's messages and stable windows; returns how many messages.
-pub(super) fn clear_conversation(
-    tx: &Connection,
-    tenant: &str,
-    id: &str,
-) -> Result<u64, StoreError> {
-    let r = running(tx, tenant, id)?;
-    super::forks::before_clear(tx, id)?;
-    let removed = tx.execute(DELETE_MESSAGES, named(&[&id]).as_slice())?;
-    tx.execute(DELETE_STABLE_WINDOWS, named(&[&id]).as_slice())?;
-    tx.execute(crate::summaries::DROP_LEASE, named(&[&id]).as_slice())?;
-    tx.execute(crate::summaries::DROP_SUMMARIES, named(&[&id]).as_slice())?;
-    save_running(tx, id, &Running::cleared(r.last_seq))?;
-    Ok(removed as u64)
-}
 
 /// Replaces message `seq` (encoded as `e`) and shifts the running totals after it.
 pub(super) fn update_message(
