@@ -148,6 +148,31 @@ pub(crate) struct MessageColumns<'a> {
     pub flags: i64,
 }
 
+/// The message in `statements::MESSAGE_COLUMNS` starting at column `o`.
+pub(crate) fn message_row(
+    r: &dyn crate::driver::Row,
+    o: usize,
+) -> Result<StoredMessage, StoreError> {
+    let role = r.text(o + 1)?;
+    let content = r.text(o + 2)?;
+    let metadata = r.opt_text(o + 4)?;
+    let status = r.text(o + 5)?;
+    MessageColumns {
+        seq: r.int(o)?,
+        role: &role,
+        content: &content,
+        client_id: r.opt_text(o + 3)?,
+        metadata: metadata.as_deref(),
+        status: &status,
+        created_at: r.int(o + 6)?,
+        tokens_o200k: r.int(o + 7)?,
+        tokens_cl100k: r.int(o + 8)?,
+        chars: r.int(o + 9)?,
+        flags: r.int(o + 10)?,
+    }
+    .decode()
+}
+
 impl MessageColumns<'_> {
     pub(crate) fn decode(self) -> Result<StoredMessage, StoreError> {
         let message = decode_message(

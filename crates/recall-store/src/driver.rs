@@ -15,13 +15,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use recall_core::policy::Policy;
-use recall_core::recall::{choose, Ranked, RecallCandidate, RecallKey, RecallQuery, RecallSection};
+use recall_core::recall::{choose, Ranked, RecallQuery, RecallSection};
 
 use crate::codec::Encoded;
 use crate::error::StoreError;
+use crate::fork_plan::Segment;
 use crate::model::{
     Appended, Conversation, ConversationRef, MirrorSums, NewFork, RecallHits, SearchHit,
-    StoredMessage, VectorTodo,
+    StoredMessage,
 };
 use crate::window::Window;
 
@@ -175,6 +176,9 @@ pub trait ForkOps {
     async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError>;
     async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError>;
     async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError>;
+    /// The segments of a history, newest first (`fork_plan`); not found when it is not the
+    /// tenant's.
+    async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError>;
     /// Messages after `after` along the chain of a fork (which also tells a missing one).
     async fn page(
         &self,
@@ -221,7 +225,7 @@ pub trait SearchOps {
 
 /// Recall's lexical index and reads (each database's `recall.rs`).
 #[async_trait]
-pub trait RecallOps {
+pub trait RecallOps: ForkOps + Sync {
     async fn catch_up_index(
         &self,
         c: Conv<'_>,
@@ -240,18 +244,19 @@ pub trait RecallOps {
         c: Conv<'_>,
         query: &RecallQuery,
     ) -> Result<Vec<Ranked>, StoreError>;
-    async fn recall_read(
+    /// The messages of `pairs` (conversation, seq) that are `tenant`'s and no system
+    /// message, by conversation and seq, with their conversation.
+    async fn read_pairs(
         &self,
-        c: Conv<'_>,
-        query: &RecallQuery,
-        keys: &[RecallKey],
-    ) -> Result<Vec<RecallCandidate>, StoreError>;
+        tenant: &str,
+        pairs: &[(String, i64)],
+    ) -> Result<Vec<(String, StoredMessage)>, StoreError>;
 
     /// Recall's choice (see [`crate::Store::recall_choose`]): by default every message
     /// within two seqs of a hit is read at once, then chosen.
     async fn recall_choice(&self, c: Choice<'_>) -> Result<RecallSection, StoreError> {
         let keys = c.query.neighbour_keys(c.hits);
-        let candidates = self.recall_read(c.conv, c.query, &keys).await?;
+        let candidates = crate::search::recall_read(self, c.conv, c.query, &keys).await?;
         Ok(choose(
             c.query,
             c.hits,
@@ -263,16 +268,10 @@ pub trait RecallOps {
     }
 }
 
-/// Message vectors (each database's `vectors.rs`); saving them is shared (`vectors.rs`).
+/// The cosine ranking over stored vectors (each database's `vectors.rs`); the backlog and
+/// saving are shared (`vectors.rs`).
 #[async_trait]
 pub trait VectorOps {
-    async fn backlog(
-        &self,
-        tenant: &str,
-        id: Option<&str>,
-        model: &str,
-        limit: u32,
-    ) -> Result<Vec<VectorTodo>, StoreError>;
     async fn semantic(
         &self,
         c: Conv<'_>,

@@ -48,7 +48,7 @@ use crate::window::Totals;
 
 /// One conversation's part of a history: its rows with `after < seq <= upto`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Segment {
+pub struct Segment {
     pub id: String,
     /// The conversation's own `fork_seq` (0 for a conversation that is not a fork): its rows
     /// all come after it.

@@ -1,12 +1,17 @@
 //! recall-store: durable conversation storage.
 //!
-//! One [`Store`] trait, one engine per database: [`SqliteStore`] (the embedded default: one
-//! file, WAL) runs on rusqlite (`src/sqlite/`), [`PgStore`] (several recall processes may
-//! share one database) on sqlx (`src/postgres/`). Both pass one conformance suite
-//! (`tests/conformance.rs`). What they share has no I/O and lives once: the SQL text
-//! (`statements.rs`), encoding and decoding rows (`codec.rs`), what an append writes
-//! (`append_plan.rs`), stable-window state (`stable.rs`) and the plan of a context read
-//! (`window.rs`, `window_plan.rs`); each engine only answers those in its own way.
+//! One [`Store`] trait, implemented once (`store_impl.rs`) for every database through a small
+//! driver surface (`driver.rs`): [`SqliteStore`] (the embedded default: one file, WAL) answers
+//! it on rusqlite (`src/sqlite/`), [`PgStore`] (several recall processes may share one
+//! database) on sqlx (`src/postgres/`). Both pass one conformance suite
+//! (`tests/conformance.rs`). The flows that are the same on both run once on the surface's
+//! statements and write transactions (`conversations.rs`, `summaries.rs`, `vectors.rs`); what
+//! a database does its own way is one `*Ops` trait per file of its folder. What they share
+//! without I/O lives once too: the SQL text (`statements.rs`), encoding and decoding rows
+//! (`codec.rs`), what an append writes (`append_plan.rs`), stable-window state (`stable.rs`)
+//! and the plan of a context read (`window.rs`, `window_plan.rs`). A new capability: its
+//! statements and flow once, a method per database where they differ, and the conformance
+//! suite.
 //!
 //! Why a folder per engine, each on one driver, rather than one macro over sqlx (as before) or
 //! a crate per database: sqlx's SQLite driver costs more per statement than the statements do

@@ -224,7 +224,7 @@ impl<D: Driver> Store for D {
         query: &RecallQuery,
         keys: &[RecallKey],
     ) -> Result<Vec<RecallCandidate>, StoreError> {
-        self.recall_read(checked(tenant, id)?, query, keys).await
+        crate::search::recall_read(self, checked(tenant, id)?, query, keys).await
     }
 
     async fn recall_choose(&self, choice: RecallChoice<'_>) -> Result<RecallSection, StoreError> {
@@ -244,7 +244,7 @@ impl<D: Driver> Store for D {
         if let Some(id) = id {
             check_key(tenant, id)?;
         }
-        self.backlog(tenant, id, model, limit).await
+        crate::vectors::backlog(self, tenant, id, model, limit).await
     }
 
     async fn save_vectors(

@@ -1,13 +1,34 @@
-//! Recall's vectors (migration 0005): saving a batch is the same on both databases, written
-//! once here; the backlog and the cosine ranking are each database's (`*/vectors.rs`), where
+//! Recall's vectors (migration 0005): the backlog and saving a batch are the same on both
+//! databases, written once here; the cosine ranking is each database's (`*/vectors.rs`), where
 //! SQLite reads each stored vector in place.
 
 use recall_core::recall::vector_to_bytes;
 
-use crate::driver::{params, Statements};
+use crate::codec::message_row;
+use crate::driver::{params, rows, Statements};
 use crate::error::StoreError;
-use crate::model::NewVector;
-use crate::statements::{SAVE_VECTOR, SAVE_VECTOR_PROGRESS};
+use crate::model::{NewVector, VectorTodo};
+use crate::statements::{vector_backlog_sql, SAVE_VECTOR, SAVE_VECTOR_PROGRESS};
+
+/// Messages not embedded yet under `model` (see [`crate::Store::vector_backlog`]).
+pub(crate) async fn backlog<D: Statements>(
+    db: &D,
+    tenant: &str,
+    id: Option<&str>,
+    model: &str,
+    limit: u32,
+) -> Result<Vec<VectorTodo>, StoreError> {
+    let values = params![tenant, id, model, limit];
+    rows(db, &vector_backlog_sql(), &values, |r| {
+        let m = message_row(r, 0)?;
+        Ok(VectorTodo {
+            conversation_id: r.text(11)?,
+            seq: m.seq,
+            message: m.message,
+        })
+    })
+    .await
+}
 
 /// Saves `vectors` under `model` and marks each conversation of `progress` embedded up to its
 /// seq, in one transaction (see [`crate::Store::save_vectors`]).

@@ -321,6 +321,11 @@ impl PgStore {
 
 #[async_trait]
 impl ForkOps for PgStore {
+    async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        Self::chain(&mut conn, c.tenant, c.id).await
+    }
+
     /// Forks conversation `id` at `at`, holding its row lock (so no update of its messages
     /// runs meanwhile).
     async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError> {

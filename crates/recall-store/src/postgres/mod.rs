@@ -18,7 +18,6 @@ use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow
 use sqlx::query::Query;
 use sqlx::{PgConnection, Postgres, Row as _};
 
-use crate::codec::MessageColumns;
 use crate::driver::{EachRow, Param, Row, Statements, Tx, Work};
 use crate::error::StoreError;
 use crate::model::{Conversation, StoredMessage};
@@ -64,24 +63,7 @@ fn conversation_at(row: &PgRow) -> Result<Conversation, StoreError> {
 /// The message in `statements::MESSAGE_COLUMNS` starting at column `o` (the one-statement
 /// context read puts conversation columns before them).
 fn stored_at(row: &PgRow, o: usize) -> Result<StoredMessage, StoreError> {
-    let role: String = row.try_get(o + 1)?;
-    let content: String = row.try_get(o + 2)?;
-    let metadata: Option<String> = row.try_get(o + 4)?;
-    let status: String = row.try_get(o + 5)?;
-    MessageColumns {
-        seq: row.try_get(o)?,
-        role: &role,
-        content: &content,
-        client_id: row.try_get(o + 3)?,
-        metadata: metadata.as_deref(),
-        status: &status,
-        created_at: row.try_get(o + 6)?,
-        tokens_o200k: row.try_get(o + 7)?,
-        tokens_cl100k: row.try_get(o + 8)?,
-        chars: row.try_get(o + 9)?,
-        flags: row.try_get(o + 10)?,
-    }
-    .decode()
+    crate::codec::message_row(row, o)
 }
 
 impl Row for PgRow {

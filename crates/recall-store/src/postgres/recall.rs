@@ -9,8 +9,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use recall_core::recall::{
-    rank_postings, ranked_terms, Posting, Ranked, RecallCandidate, RecallKey, RecallQuery,
-    TermList, POSTINGS_PER_TERM,
+    rank_postings, ranked_terms, Posting, Ranked, RecallQuery, TermList, POSTINGS_PER_TERM,
 };
 use sqlx::Row;
 
@@ -18,6 +17,7 @@ use super::{stored_at, PgStore};
 use crate::driver::{Conv, RecallOps};
 use crate::error::StoreError;
 use crate::model::RecallHits;
+use crate::model::StoredMessage;
 use crate::recall_plan::{
     batch_terms, earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource,
     RecallRange, DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, LAST_SEQ, PARENT_OF,
@@ -366,23 +366,13 @@ impl RecallOps for PgStore {
         Ok(crate::search::tenant_hits_in_history(&segs, query, hits))
     }
 
-    /// The messages under `keys` (see [`crate::Store::recall_messages`]).
-    async fn recall_read(
+    async fn read_pairs(
         &self,
-        c: Conv<'_>,
-        query: &RecallQuery,
-        keys: &[RecallKey],
-    ) -> Result<Vec<RecallCandidate>, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let segs = {
-            let mut conn = self.pool.acquire().await?;
-            Self::chain(&mut conn, tenant, id).await?
-        };
-        let pairs = crate::search::recall_pairs(&segs, query, keys);
-        if pairs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (convs, seqs): (Vec<String>, Vec<i64>) = pairs.into_iter().unzip();
+        tenant: &str,
+        pairs: &[(String, i64)],
+    ) -> Result<Vec<(String, StoredMessage)>, StoreError> {
+        let (convs, seqs): (Vec<&str>, Vec<i64>) =
+            pairs.iter().map(|(c, s)| (c.as_str(), *s)).unzip();
         let sql = format!(
             "SELECT {}, m.conversation_id FROM unnest($1::text[], $2::bigint[]) AS k(cid, seq) \
              JOIN messages m ON m.conversation_id = k.cid AND m.seq = k.seq \
@@ -397,16 +387,7 @@ impl RecallOps for PgStore {
             .fetch_all(&self.pool)
             .await?;
         rows.iter()
-            .map(|r| {
-                let conv: String = r.try_get(11)?;
-                let m = stored_at(r, 0)?;
-                Ok(RecallCandidate {
-                    conversation_id: crate::search::recall_key_conversation(&segs, &conv, m.seq),
-                    seq: m.seq,
-                    message: m.message,
-                    at: Some(m.created_at),
-                })
-            })
+            .map(|r| Ok((r.try_get::<String, _>(11)?, stored_at(r, 0)?)))
             .collect()
     }
 }

@@ -7,43 +7,14 @@ use recall_core::policy::RecallScope;
 use recall_core::recall::{CosineTop, RecallQuery};
 use sqlx::Row;
 
-use super::{stored_at, PgStore};
+use super::PgStore;
 use crate::driver::{Conv, VectorOps};
 use crate::error::StoreError;
-use crate::model::{RecallHits, VectorTodo};
-use crate::statements::{
-    vector_backlog_sql, RECALL_VECTORS, RECALL_VECTORS_TENANT, VECTORS_BEHIND, VECTOR_PROGRESS,
-};
+use crate::model::RecallHits;
+use crate::statements::{RECALL_VECTORS, RECALL_VECTORS_TENANT, VECTORS_BEHIND, VECTOR_PROGRESS};
 
 #[async_trait]
 impl VectorOps for PgStore {
-    async fn backlog(
-        &self,
-        tenant: &str,
-        id: Option<&str>,
-        model: &str,
-        limit: u32,
-    ) -> Result<Vec<VectorTodo>, StoreError> {
-        let rows = sqlx::query(&vector_backlog_sql())
-            .bind(tenant)
-            .bind(id)
-            .bind(model)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|r| {
-                let conversation_id: String = r.try_get(11)?;
-                let m = stored_at(r, 0)?;
-                Ok(VectorTodo {
-                    conversation_id,
-                    seq: m.seq,
-                    message: m.message,
-                })
-            })
-            .collect()
-    }
-
     async fn semantic(
         &self,
         c: Conv<'_>,

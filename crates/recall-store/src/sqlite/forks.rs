@@ -472,6 +472,10 @@ impl ForkOps for SqliteStore {
             .await
     }
 
+    async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError> {
+        self.read(|conn| chain(conn, c.tenant, c.id))
+    }
+
     async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError> {
         self.read(|conn| forks(conn, c.tenant, c.id))
     }

@@ -18,6 +18,7 @@ use crate::driver::{Choice, Conv, RecallOps};
 use crate::error::StoreError;
 use crate::fork_plan::{owner, Segment};
 use crate::model::RecallHits;
+use crate::model::StoredMessage;
 use crate::recall_plan::{
     earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource, RecallRange, DF_AT,
     DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, LAST_SEQ, PARENT_OF, RECALL_PROGRESS,
@@ -365,18 +366,11 @@ impl RecallOps for SqliteStore {
         Ok(crate::search::tenant_hits_in_history(&segs, query, hits))
     }
 
-    async fn recall_read(
+    async fn read_pairs(
         &self,
-        c: Conv<'_>,
-        query: &RecallQuery,
-        keys: &[RecallKey],
-    ) -> Result<Vec<RecallCandidate>, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let segs = self.read(|c| forks::chain(c, tenant, id))?;
-        let pairs = crate::search::recall_pairs(&segs, query, keys);
-        if pairs.is_empty() {
-            return Ok(Vec::new());
-        }
+        tenant: &str,
+        pairs: &[(String, i64)],
+    ) -> Result<Vec<(String, StoredMessage)>, StoreError> {
         let list = serde_json::Value::Array(
             pairs
                 .iter()
@@ -397,14 +391,7 @@ impl RecallOps for SqliteStore {
             let mut rows = stmt.query(named(&[&list, &tenant]).as_slice())?;
             let mut out = Vec::new();
             while let Some(row) = rows.next()? {
-                let conv: String = row.get(11)?;
-                let m = stored_message(row)?;
-                out.push(RecallCandidate {
-                    conversation_id: crate::search::recall_key_conversation(&segs, &conv, m.seq),
-                    seq: m.seq,
-                    message: m.message,
-                    at: Some(m.created_at),
-                });
+                out.push((row.get(11)?, stored_message(row)?));
             }
             Ok(out)
         })

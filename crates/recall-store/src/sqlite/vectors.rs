@@ -5,43 +5,15 @@ use async_trait::async_trait;
 use recall_core::policy::RecallScope;
 use recall_core::recall::{CosineTop, RecallQuery};
 
-use super::conn::{named, stored_message};
+use super::conn::named;
 use super::SqliteStore;
 use crate::driver::{Conv, VectorOps};
 use crate::error::StoreError;
-use crate::model::{RecallHits, VectorTodo};
-use crate::statements::{
-    vector_backlog_sql, RECALL_VECTORS, RECALL_VECTORS_TENANT, VECTORS_BEHIND, VECTOR_PROGRESS,
-};
+use crate::model::RecallHits;
+use crate::statements::{RECALL_VECTORS, RECALL_VECTORS_TENANT, VECTORS_BEHIND, VECTOR_PROGRESS};
 
 #[async_trait]
 impl VectorOps for SqliteStore {
-    async fn backlog(
-        &self,
-        tenant: &str,
-        id: Option<&str>,
-        model: &str,
-        limit: u32,
-    ) -> Result<Vec<VectorTodo>, StoreError> {
-        let limit = i64::from(limit);
-        let sql = vector_backlog_sql();
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(&sql)?;
-            let mut rows = stmt.query(named(&[&tenant, &id, &model, &limit]).as_slice())?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next()? {
-                let conversation_id: String = row.get(11)?;
-                let m = stored_message(row)?;
-                out.push(VectorTodo {
-                    conversation_id,
-                    seq: m.seq,
-                    message: m.message,
-                });
-            }
-            Ok(out)
-        })
-    }
-
     async fn semantic(
         &self,
         c: Conv<'_>,
