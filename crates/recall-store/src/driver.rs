@@ -10,8 +10,6 @@
 //! so a transaction's flow runs to its end on the writer, never waiting on the runtime.
 //! PostgreSQL's runs everything on sqlx's pool.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use recall_core::policy::Policy;
@@ -226,11 +224,12 @@ pub trait SearchOps {
 /// Recall's lexical index and reads (each database's `recall.rs`).
 #[async_trait]
 pub trait RecallOps: ForkOps + Sync {
-    async fn catch_up_index(
-        &self,
-        c: Conv<'_>,
-        budget: Option<Duration>,
-    ) -> Result<bool, StoreError>;
+    /// The parts of a history's recall index that are behind: (conversation, the seq its
+    /// index must reach), what [`RecallOps::recall_index_batch`] then indexes.
+    async fn recall_behind(&self, c: Conv<'_>) -> Result<Vec<(String, i64)>, StoreError>;
+    /// Indexes the next batch of conversation `seg`'s messages up to `hi` in one write; how
+    /// far its index reaches then.
+    async fn recall_index_batch(&self, seg: String, hi: i64) -> Result<i64, StoreError>;
     /// Hits in `conversation` scope: ranked over the store's recall index as far as it is
     /// caught up (`complete` false when it does not reach `query.before`).
     async fn conversation_hits(

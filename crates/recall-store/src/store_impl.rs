@@ -192,7 +192,9 @@ impl<D: Driver> Store for D {
         id: &str,
         budget: Option<std::time::Duration>,
     ) -> Result<bool, StoreError> {
-        self.catch_up_index(checked(tenant, id)?, budget).await
+        let behind = self.recall_behind(checked(tenant, id)?).await?;
+        crate::recall_plan::catch_up(behind, budget, |seg, hi| self.recall_index_batch(seg, hi))
+            .await
     }
 
     async fn recall_lexical(

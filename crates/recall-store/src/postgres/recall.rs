@@ -1,5 +1,5 @@
 //! Recall on PostgreSQL. In `conversation` scope: the lexical index of migration 0007
-//! (`recall_plan`), as far as it is caught up (`catch_up_index`), read along the history's chain (a fork
+//! (`recall_plan`), as far as it is caught up (`Store::catch_up_recall`), read along the history's chain (a fork
 //! reaches its parent's prefix) in two statements, ranked by recall-core. In `tenant` scope:
 //! `ts_rank_cd` over the tenant's messages (OR over the query terms, through the
 //! `messages_fts` expression index, which follows every write). The hits' neighbours are read
@@ -206,7 +206,7 @@ impl PgStore {
 
     /// The parts of conversation `id`'s history that `query` may reach (`conversation`
     /// scope), and whether its lexical index covers all of them. Nothing is indexed here:
-    /// [`PgStore::catch_up_index`] does that.
+    /// [`crate::Store::catch_up_recall`] does that.
     async fn recall_index(
         &self,
         tenant: &str,
@@ -300,20 +300,13 @@ impl PgStore {
 
 #[async_trait]
 impl RecallOps for PgStore {
-    /// Indexes conversation `id`'s whole history for recall (see
-    /// [`crate::Store::catch_up_recall`]), a batch per transaction.
-    async fn catch_up_index(
-        &self,
-        c: Conv<'_>,
-        budget: Option<std::time::Duration>,
-    ) -> Result<bool, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        // Every range, the conversation's own up to its newest message.
-        let (_, behind) = self.recall_index(tenant, id, i64::MAX).await?;
-        crate::recall_plan::catch_up(behind, budget, |seg, hi| async move {
-            self.index_batch(&seg, hi).await
-        })
-        .await
+    /// Every range, the conversation's own up to its newest message.
+    async fn recall_behind(&self, c: Conv<'_>) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(self.recall_index(c.tenant, c.id, i64::MAX).await?.1)
+    }
+
+    async fn recall_index_batch(&self, seg: String, hi: i64) -> Result<i64, StoreError> {
+        self.index_batch(&seg, hi).await
     }
 
     /// Over the recall index as far as it is caught up.

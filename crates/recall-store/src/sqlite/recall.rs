@@ -1,5 +1,5 @@
 //! Recall on SQLite. In `conversation` scope: the lexical index of migration 0007
-//! (`recall_plan`), as far as it is caught up (`catch_up_index`), read along the history's
+//! (`recall_plan`), as far as it is caught up (`Store::catch_up_recall`), read along the history's
 //! chain (a fork reaches its parent's prefix), ranked by recall-core. In `tenant` scope: FTS5 `bm25()` over
 //! the tenant's messages (OR over the query terms), the search index caught up first. The
 //! hits' neighbours are read by seq.
@@ -263,7 +263,7 @@ impl CandidateSource for PointReads<'_> {
 impl SqliteStore {
     /// The parts of conversation `id`'s history that `query` may reach (`conversation`
     /// scope), and whether its lexical index covers all of them. Nothing is indexed here:
-    /// [`RecallOps::catch_up_index`] does that.
+    /// [`crate::Store::catch_up_recall`] does that.
     fn recall_index(
         &self,
         tenant: &str,
@@ -288,18 +288,11 @@ impl SqliteStore {
 
 #[async_trait]
 impl RecallOps for SqliteStore {
-    /// A batch per write.
-    async fn catch_up_index(
-        &self,
-        c: Conv<'_>,
-        budget: Option<std::time::Duration>,
-    ) -> Result<bool, StoreError> {
+    /// Up to the newest message: the conversation's own range is open-ended.
+    async fn recall_behind(&self, c: Conv<'_>) -> Result<Vec<(String, i64)>, StoreError> {
         let (tenant, id) = (c.tenant, c.id);
-        // Up to the newest message: the conversation's own range is open-ended.
-        let last = crate::Store::get_conversation(self, tenant, id)
-            .await?
-            .last_seq;
-        let behind = self.read(|c| {
+        let last = crate::conversations::get(self, c).await?.last_seq;
+        self.read(|c| {
             let mut behind = Vec::new();
             for r in recall_ranges(&forks::chain(c, tenant, id)?, last + 1) {
                 if progress(c, &r.id)? < r.hi {
@@ -307,11 +300,12 @@ impl RecallOps for SqliteStore {
                 }
             }
             Ok(behind)
-        })?;
-        crate::recall_plan::catch_up(behind, budget, |seg, hi| {
-            self.writer.write(move |tx| index_batch(tx, &seg, hi))
         })
-        .await
+    }
+
+    /// On the writer.
+    async fn recall_index_batch(&self, seg: String, hi: i64) -> Result<i64, StoreError> {
+        self.writer.write(move |tx| index_batch(tx, &seg, hi)).await
     }
 
     /// Over the recall index as far as it is caught up.
