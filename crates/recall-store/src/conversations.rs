@@ -129,7 +129,7 @@ pub(crate) async fn lock_running(tx: &mut dyn Tx, c: Conv<'_>) -> Result<Running
 }
 
 /// Saves the running totals of conversation `id`.
-async fn save_running(tx: &mut dyn Tx, id: &str, r: &Running) -> Result<(), StoreError> {
+pub(crate) async fn save_running(tx: &mut dyn Tx, id: &str, r: &Running) -> Result<(), StoreError> {
     let [a, b, c, d, e, f, g, h] = r.columns();
     let values = params![a, b, c, d, e, f, g, h, now_ms(), id, r.last_at, r.mirror];
     tx.execute(SAVE_RUNNING, &values).await?;

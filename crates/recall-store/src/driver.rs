@@ -188,8 +188,8 @@ pub trait ForkOps {
     async fn vacuum(&self) -> Result<(), StoreError>;
 }
 
-/// Writes of messages (each database's `append.rs`), given batches already encoded and
-/// checked (`codec::encode_batch`, `codec::validate`).
+/// The append (each database's `append.rs`), given a batch already encoded and checked
+/// (`codec::encode_batch`).
 #[async_trait]
 pub trait AppendOps {
     async fn append_encoded(
@@ -197,7 +197,6 @@ pub trait AppendOps {
         c: Conv<'_>,
         encoded: Vec<Encoded>,
     ) -> Result<Vec<Appended>, StoreError>;
-    async fn replace_message(&self, c: Conv<'_>, seq: i64, e: Encoded) -> Result<(), StoreError>;
 }
 
 /// The context read (each database's `window.rs`).

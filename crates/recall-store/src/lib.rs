@@ -62,6 +62,7 @@ mod driver;
 mod error;
 mod fork_plan;
 mod keys;
+mod messages;
 mod model;
 mod options;
 mod postgres;

@@ -130,7 +130,7 @@ impl<D: Driver> Store for D {
         let c = checked(tenant, id)?;
         let e = encode(&message, figures_or_measure(&message));
         validate(&e, &message.message, 0)?;
-        self.replace_message(c, seq, e).await
+        crate::messages::replace(self, c, seq, e).await
     }
 
     async fn messages(

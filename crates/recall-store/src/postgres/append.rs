@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::PgStore;
-use crate::append_plan::{lookup_ids, plan_appends, replacement, Replaced, Running, StoredId};
+use crate::append_plan::{lookup_ids, plan_appends, Replaced, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::driver::{AppendOps, Conv};
 use crate::error::StoreError;
@@ -20,13 +20,11 @@ use crate::fork_plan::Segment;
 use crate::model::{Appended, Figures};
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
-    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM,
-    IDS_PER_LOOKUP, MESSAGE_FIGURES, ROLL_BACK_STABLE_WINDOWS, ROWS_PER_INSERT, RUNNING,
-    SAVE_RUNNING, SAVE_STABLE_WINDOW, SHIFT_RUNNING, UPDATE_MESSAGE, UPDATE_STABLE_WINDOW,
+    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, IDS_PER_LOOKUP, MESSAGE_FIGURES,
+    ROWS_PER_INSERT, RUNNING, SAVE_RUNNING, SAVE_STABLE_WINDOW, UPDATE_STABLE_WINDOW,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
-use recall_core::gateway::mirror;
 
 type Tx<'a> = Transaction<'a, Postgres>;
 
@@ -118,16 +116,13 @@ impl PgStore {
         id: &str,
         seq: i64,
     ) -> Result<Option<Replaced>, StoreError> {
-        type Row = (i64, i64, i64, i64, String, String, String);
-        let row: Option<Row> = sqlx::query_as(MESSAGE_FIGURES)
+        let row = sqlx::query(MESSAGE_FIGURES)
             .bind(id)
             .bind(seq)
             .fetch_optional(conn)
             .await?;
-        row.map(|(o, c, ch, flags, role, content, status)| {
-            Replaced::from_columns(seq, (o, c, ch, flags), role, &content, &status)
-        })
-        .transpose()
+        row.map(|r| crate::messages::replaced_row(&r, seq))
+            .transpose()
     }
 
     /// The stored messages under the client ids of `encoded`.
@@ -330,59 +325,5 @@ impl AppendOps for PgStore {
         }
         tx.commit().await?;
         Ok(plan.out)
-    }
-
-    /// Replaces message `seq` (encoded as `e`) and shifts the running totals after it.
-    async fn replace_message(&self, c: Conv<'_>, seq: i64, e: Encoded) -> Result<(), StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let e = &e;
-        let mut tx = self.pool.begin().await?;
-        let mut r = Self::lock_running(&mut tx, tenant, id).await?;
-        Self::before_update(&mut tx, id, seq).await?;
-        let Some(old) = Self::replaced(&mut tx, id, seq).await? else {
-            return Err(StoreError::MessageNotFound {
-                conversation: id.to_string(),
-                seq,
-            });
-        };
-        let f = &e.figures;
-        let delta = replacement((&old.figures, &old.role), (f, e.role));
-        let d_mirror = mirror::shift(seq, old.mirror, e.mirror);
-        sqlx::query(UPDATE_MESSAGE)
-            .bind(id)
-            .bind(seq)
-            .bind(e.role)
-            .bind(&e.content)
-            .bind(&e.metadata)
-            .bind(e.status)
-            .bind(f.tokens_o200k)
-            .bind(f.tokens_cl100k)
-            .bind(f.chars)
-            .bind(f.flags())
-            .execute(&mut *tx)
-            .await?;
-        let [d_o, d_c, d_ch, d_c4, d_cuts, _] = delta;
-        if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
-            let mut q = sqlx::query(SHIFT_RUNNING).bind(id).bind(seq);
-            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] {
-                q = q.bind(d);
-            }
-            q.execute(&mut *tx).await?;
-        }
-        if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
-            // Stable windows that counted the old size step back, or go.
-            for sql in [ROLL_BACK_STABLE_WINDOWS, DROP_STABLE_WINDOWS_FROM] {
-                sqlx::query(sql)
-                    .bind(id)
-                    .bind(seq)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-        r.shift(delta);
-        r.mirror = r.mirror.map(|m| mirror::add(m, d_mirror));
-        Self::save_running(&mut tx, id, &r).await?;
-        tx.commit().await?;
-        Ok(())
     }
 }

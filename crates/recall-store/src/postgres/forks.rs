@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::PgConnection;
 
 use super::{conversation_at, stored_at, PgStore};
 use crate::append_plan::replacement;
@@ -18,11 +18,10 @@ use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
     after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
-    forks_of_sql, has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
-    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS,
-    DESCENDANTS_READING, FORKS_READING, INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL,
-    REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT,
-    SYSTEM_UPTO,
+    forks_of_sql, owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow,
+    Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING,
+    INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID,
+    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO,
 };
 use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
 use crate::statements::{
@@ -32,8 +31,6 @@ use crate::statements::{
 use crate::window::{StableKey, Totals};
 use crate::window_plan::history_message;
 use recall_core::gateway::mirror;
-
-type Tx<'a> = Transaction<'a, Postgres>;
 
 impl PgStore {
     /// The segments of conversation `id`'s history, newest first, from its row (the chain a
@@ -89,19 +86,6 @@ impl PgStore {
         conversation_at(&row)
     }
 
-    async fn count_of(
-        conn: &mut PgConnection,
-        sql: &str,
-        id: &str,
-        seq: Option<i64>,
-    ) -> Result<i64, StoreError> {
-        let mut q = sqlx::query_scalar::<_, i64>(sql).bind(id);
-        if let Some(s) = seq {
-            q = q.bind(s);
-        }
-        Ok(q.fetch_one(&mut *conn).await?)
-    }
-
     /// The running totals of a history up to `at`, the time of its newest message and its
     /// mirror sum (an empty history's is 0).
     async fn totals_at(
@@ -128,19 +112,6 @@ impl PgStore {
             }
         }
         Ok((Totals::default(), None, Some(0)))
-    }
-
-    /// Refuses an update of message `seq` when forks read it.
-    pub(super) async fn before_update(
-        tx: &mut Tx<'_>,
-        id: &str,
-        seq: i64,
-    ) -> Result<(), StoreError> {
-        let forks = Self::count_of(tx, FORKS_READING, id, Some(seq)).await?;
-        if forks > 0 {
-            return Err(has_forks(id, forks, &format!("update message {seq} of")));
-        }
-        Ok(())
     }
 
     /// The first row of a history (oldest first) whose running total in `column` reaches

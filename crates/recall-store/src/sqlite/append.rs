@@ -209,11 +209,4 @@ impl AppendOps for SqliteStore {
             .write(move |tx| append(tx, &tenant, &id, &encoded))
             .await
     }
-
-    async fn replace_message(&self, c: Conv<'_>, seq: i64, e: Encoded) -> Result<(), StoreError> {
-        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
-        self.writer
-            .write(move |tx| super::writes::update_message(tx, &tenant, &id, seq, &e))
-            .await
-    }
 }

@@ -15,11 +15,12 @@ use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
     after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
-    has_forks, owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow,
-    Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING,
-    INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID,
-    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO,
+    owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow, Segment,
+    CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING, INSERT_FORK,
+    LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS,
+    STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO,
 };
+use crate::messages::replaced_row;
 use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
 use crate::statements::{
     get_conversation_sql, stable_rows_sql, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING,
@@ -72,12 +73,6 @@ fn get(conn: &Connection, tenant: &str, id: &str) -> Result<Conversation, StoreE
         })
         .optional()?
         .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
-}
-
-fn count(conn: &Connection, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_row(named(values).as_slice(), |r| r.get(0))?)
 }
 
 /// The running totals of a history up to `at`, the time of its newest message and its mirror
@@ -209,15 +204,6 @@ fn forks(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Conversation>,
     Ok(out)
 }
 
-/// Refuses an update of message `seq` when forks read it.
-pub(super) fn before_update(tx: &Connection, id: &str, seq: i64) -> Result<(), StoreError> {
-    let forks = count(tx, crate::fork_plan::FORKS_READING, &[&id, &seq])?;
-    if forks > 0 {
-        return Err(has_forks(id, forks, &format!("update message {seq} of")));
-    }
-    Ok(())
-}
-
 /// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts the
 /// running totals of every conversation that reads it. Deleted text is overwritten
 /// (`secure_delete`) and the search index is merged so that no segment keeps its words.
@@ -305,22 +291,12 @@ pub(super) fn replaced(
     id: &str,
     seq: i64,
 ) -> Result<Option<Replaced>, StoreError> {
-    type Row = ((i64, i64, i64, i64), String, String, String);
-    let row: Option<Row> = conn
-        .prepare_cached(MESSAGE_FIGURES)?
+    conn.prepare_cached(MESSAGE_FIGURES)?
         .query_row(named(&[&id, &seq]).as_slice(), |row| {
-            Ok((
-                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?),
-                row.get(4)?,
-                row.get(5)?,
-                row.get(6)?,
-            ))
+            Ok(replaced_row(row, seq))
         })
-        .optional()?;
-    row.map(|(figures, role, content, status)| {
-        Replaced::from_columns(seq, figures, role, &content, &status)
-    })
-    .transpose()
+        .optional()?
+        .transpose()
 }
 
 /// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`).
