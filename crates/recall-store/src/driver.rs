@@ -313,22 +313,14 @@ pub(crate) async fn rows<D: Statements + ?Sized, T: Send>(
     Ok(out)
 }
 
-/// The first row of one read, if any, read by `map`.
+/// The first row of one read, if any, read by `map` (for reads of one row by key).
 pub(crate) async fn row<D: Statements + ?Sized, T: Send>(
     db: &D,
     sql: &str,
     params: &[Param],
     map: fn(&dyn Row) -> Result<T, StoreError>,
 ) -> Result<Option<T>, StoreError> {
-    let mut out = None;
-    db.each(sql, params, &mut |r| {
-        if out.is_none() {
-            out = Some(map(r)?);
-        }
-        Ok(())
-    })
-    .await?;
-    Ok(out)
+    Ok(rows(db, sql, params, map).await?.into_iter().next())
 }
 
 /// Runs one write statement in a transaction of its own; the rows it changed.
