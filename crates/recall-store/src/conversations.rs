@@ -137,7 +137,7 @@ pub(crate) async fn save_running(tx: &mut dyn Tx, id: &str, r: &Running) -> Resu
 }
 
 /// A conversation in the write transaction `tx`.
-async fn get_in(tx: &mut dyn Tx, c: Conv<'_>) -> Result<Conversation, StoreError> {
+pub(crate) async fn get_in(tx: &mut dyn Tx, c: Conv<'_>) -> Result<Conversation, StoreError> {
     let sql = get_conversation_sql();
     let found = tx_rows(tx, &sql, &params![c.id, c.tenant], conversation_row).await?;
     found

@@ -19,8 +19,7 @@ use crate::codec::Encoded;
 use crate::error::StoreError;
 use crate::fork_plan::Segment;
 use crate::model::{
-    Appended, Conversation, ConversationRef, MirrorSums, NewFork, RecallHits, SearchHit,
-    StoredMessage,
+    Appended, Conversation, ConversationRef, MirrorSums, RecallHits, SearchHit, StoredMessage,
 };
 use crate::window::Window;
 
@@ -32,6 +31,7 @@ pub enum Param {
     Text(String),
     OptText(Option<String>),
     Bytes(Vec<u8>),
+    Bool(bool),
 }
 
 impl From<i64> for Param {
@@ -49,6 +49,12 @@ impl From<u32> for Param {
 impl From<Option<i64>> for Param {
     fn from(v: Option<i64>) -> Param {
         Param::OptInt(v)
+    }
+}
+
+impl From<bool> for Param {
+    fn from(v: bool) -> Param {
+        Param::Bool(v)
     }
 }
 
@@ -108,6 +114,8 @@ pub trait Row {
     fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError>;
     fn text(&self, i: usize) -> Result<String, StoreError>;
     fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError>;
+    /// A truth value (PostgreSQL's `boolean`, SQLite's 0 or 1).
+    fn flag(&self, i: usize) -> Result<bool, StoreError>;
 }
 
 /// What is done with each row a statement returns.
@@ -164,13 +172,18 @@ pub trait Statements: Send + Sync {
     /// transaction ends (` FOR UPDATE`); empty where the transaction holds the database's one
     /// write lock already (SQLite).
     fn lock_rows(&self) -> &'static str;
+
+    /// The statement that marks a new fork `$1` as indexed for search up to its fork point
+    /// `$2`, where the search index is kept by the store per conversation (SQLite's FTS5);
+    /// `None` where the database's own index follows every write (PostgreSQL).
+    fn fork_index_mark(&self) -> Option<&'static str>;
 }
 
-/// Conversations' histories and the forks that share them (each database's `forks.rs`): the
-/// operations of [`crate::Store`] of the same purpose, after its checks.
+/// The reads along a fork's chain and redaction (each database's `forks.rs`): the operations
+/// of [`crate::Store`] of the same purpose, after its checks (forking itself is shared:
+/// `forks.rs`).
 #[async_trait]
 pub trait ForkOps {
-    async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError>;
     async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError>;
     async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError>;
     async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError>;

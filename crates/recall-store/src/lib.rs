@@ -61,6 +61,7 @@ mod conversations;
 mod driver;
 mod error;
 mod fork_plan;
+mod forks;
 mod keys;
 mod messages;
 mod model;

@@ -86,7 +86,7 @@ impl<D: Driver> Store for D {
         at: i64,
         new: NewFork,
     ) -> Result<Conversation, StoreError> {
-        self.fork(checked(tenant, id)?, at, new).await
+        crate::forks::fork(self, checked(tenant, id)?, at, new).await
     }
 
     async fn mirror_sums(&self, tenant: &str, id: &str, at: i64) -> Result<MirrorSums, StoreError> {

@@ -13,22 +13,19 @@ use sqlx::PgConnection;
 
 use super::{conversation_at, stored_at, PgStore};
 use crate::append_plan::replacement;
-use crate::codec::{check_text, now_ms, policy_text};
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
-    forks_of_sql, owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow,
-    Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING,
-    INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID,
-    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO,
+    after, forks_of_sql, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
+    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, DESCENDANTS_READING, MIRROR_AT,
+    MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, SYSTEM_UPTO,
 };
-use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
+use crate::model::{Conversation, MirrorSums, StoredMessage};
 use crate::statements::{
     get_conversation_sql, stable_rows_sql, DELETE_STABLE_WINDOWS, MESSAGE_COLUMNS, SHIFT_RUNNING,
     SYSTEM_MESSAGES,
 };
-use crate::window::{StableKey, Totals};
+use crate::window::StableKey;
 use crate::window_plan::history_message;
 use recall_core::gateway::mirror;
 
@@ -84,34 +81,6 @@ impl PgStore {
             .await?
             .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
         conversation_at(&row)
-    }
-
-    /// The running totals of a history up to `at`, the time of its newest message and its
-    /// mirror sum (an empty history's is 0).
-    async fn totals_at(
-        conn: &mut PgConnection,
-        segs: &[Segment],
-        at: i64,
-    ) -> Result<(Totals, Option<i64>, Option<i64>), StoreError> {
-        type Row = (i64, i64, i64, i64, i64, i64, Option<i64>);
-        for seg in truncate(segs, at) {
-            let found: Option<Row> = sqlx::query_as(LAST_CUM)
-                .bind(&seg.id)
-                .bind(seg.upto)
-                .fetch_optional(&mut *conn)
-                .await?;
-            if let Some((o200k, cl100k, chars, chars4, cuts, last_at, mirror)) = found {
-                let t = Totals {
-                    o200k,
-                    cl100k,
-                    chars,
-                    chars4,
-                    cuts,
-                };
-                return Ok((t, Some(last_at), mirror));
-            }
-        }
-        Ok((Totals::default(), None, Some(0)))
     }
 
     /// The first row of a history (oldest first) whose running total in `column` reaches
@@ -295,92 +264,6 @@ impl ForkOps for PgStore {
     async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError> {
         let mut conn = self.pool.acquire().await?;
         Self::chain(&mut conn, c.tenant, c.id).await
-    }
-
-    /// Forks conversation `id` at `at`, holding its row lock (so no update of its messages
-    /// runs meanwhile).
-    async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let new = &new;
-        let mut tx = self.pool.begin().await?;
-        Self::lock_running(&mut tx, tenant, id).await?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let from = Self::get_in(&mut tx, tenant, id).await?;
-        if at < 0 || at > from.last_seq {
-            return Err(StoreError::Invalid(format!(
-                "at: {at} is not a point of conversation '{id}' (0 to its last seq, {})",
-                from.last_seq
-            )));
-        }
-        let parent = fork_parent(&segs, at)
-            .map(|s| s.id.clone())
-            .unwrap_or_else(|| id.to_string());
-        if let Some(o) = owner(&segs, at) {
-            let status: Option<String> = sqlx::query_scalar(STATUS_AT)
-                .bind(&o.id)
-                .bind(at)
-                .fetch_optional(&mut *tx)
-                .await?;
-            check_fork_point(id, at, status.as_deref())?;
-        }
-        let (totals, last_at, mirror) = Self::totals_at(&mut tx, &segs, at).await?;
-        let run = fork_running(
-            at,
-            count_at(from.last_seq, from.message_count, at),
-            totals,
-            last_at,
-            mirror,
-        );
-        let title = new.title.clone().or_else(|| from.title.clone());
-        check_text("title", title.as_deref().unwrap_or(""))?;
-        let fork_id = uuid::Uuid::now_v7().to_string();
-        let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
-        // What every read of the fork would otherwise find again: its chain, and whether its
-        // prefix holds a system message.
-        let ancestors = fork_ancestors(&segs, at);
-        let mut prefix_system = false;
-        for seg in &ancestors {
-            let found: bool = sqlx::query_scalar(SYSTEM_IN_SEGMENT)
-                .bind(&seg.id)
-                .bind(seg.upto)
-                .fetch_one(&mut *tx)
-                .await?;
-            prefix_system |= found;
-        }
-        sqlx::query(INSERT_FORK)
-            .bind(&fork_id)
-            .bind(tenant)
-            .bind(&title)
-            .bind(&from.system_prompt)
-            .bind(serde_json::Value::Object(from.metadata.clone()).to_string())
-            .bind(policy_text(from.policy.as_ref())?)
-            .bind(now_ms())
-            .bind(&parent)
-            .bind(at)
-            .bind(count)
-            .bind(o)
-            .bind(c)
-            .bind(ch)
-            .bind(c4)
-            .bind(turns)
-            .bind(cuts)
-            .bind(encode_chain(&ancestors)?)
-            .bind(prefix_system)
-            .bind(run.last_at)
-            .bind(run.mirror)
-            .execute(&mut *tx)
-            .await?;
-        if at == from.last_seq {
-            sqlx::query(COPY_STABLE_WINDOWS)
-                .bind(&fork_id)
-                .bind(id)
-                .bind(at)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let conv = Self::get_in(&mut tx, tenant, &fork_id).await?;
-        tx.commit().await?;
-        Ok(conv)
     }
 
     /// The direct forks of conversation `id`.

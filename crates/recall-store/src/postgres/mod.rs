@@ -79,6 +79,9 @@ impl Row for PgRow {
     fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
         Ok(self.try_get(i)?)
     }
+    fn flag(&self, i: usize) -> Result<bool, StoreError> {
+        Ok(self.try_get(i)?)
+    }
 }
 
 /// `sql` with `params` bound as `$1`… in order (NULLs typed as their column's kind).
@@ -89,6 +92,7 @@ fn bound<'q>(sql: &'q str, params: &'q [Param]) -> Query<'q, Postgres, PgArgumen
         Param::Text(v) => q.bind(v.as_str()),
         Param::OptText(v) => q.bind(v.as_deref()),
         Param::Bytes(v) => q.bind(v.as_slice()),
+        Param::Bool(v) => q.bind(*v),
     })
 }
 
@@ -139,5 +143,9 @@ impl Statements for PgStore {
 
     fn lock_rows(&self) -> &'static str {
         " FOR UPDATE"
+    }
+
+    fn fork_index_mark(&self) -> Option<&'static str> {
+        None
     }
 }

@@ -244,6 +244,7 @@ impl rusqlite::ToSql for Param {
             Param::Text(s) | Param::OptText(Some(s)) => ToSqlOutput::from(s.as_str()),
             Param::OptInt(None) | Param::OptText(None) => ToSqlOutput::Owned(Value::Null),
             Param::Bytes(b) => ToSqlOutput::from(b.as_slice()),
+            Param::Bool(b) => ToSqlOutput::from(*b),
         })
     }
 }
@@ -259,6 +260,9 @@ impl Row for rusqlite::Row<'_> {
         Ok(self.get(i)?)
     }
     fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.get(i)?)
+    }
+    fn flag(&self, i: usize) -> Result<bool, StoreError> {
         Ok(self.get(i)?)
     }
 }

@@ -10,23 +10,20 @@ use rusqlite::{Connection, OptionalExtension};
 use super::conn::{conversation, named, stored_message};
 use super::SqliteStore;
 use crate::append_plan::{replacement, Replaced};
-use crate::codec::{check_text, now_ms, policy_text};
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
-    owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow, Segment,
-    CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING, INSERT_FORK,
-    LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS,
-    STATUS_AT, SYSTEM_IN_SEGMENT, SYSTEM_UPTO,
+    after, owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow, Segment,
+    CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, DESCENDANTS_READING, MIRROR_AT, MIRROR_TOTAL,
+    REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, SYSTEM_UPTO,
 };
 use crate::messages::replaced_row;
-use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
+use crate::model::{Conversation, MirrorSums, StoredMessage};
 use crate::statements::{
     get_conversation_sql, stable_rows_sql, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING,
     SYSTEM_MESSAGES,
 };
-use crate::window::{StableKey, Totals};
+use crate::window::StableKey;
 use recall_core::gateway::mirror;
 
 /// The segments of conversation `id`'s history, newest first, from its row (the chain a fork
@@ -73,123 +70,6 @@ fn get(conn: &Connection, tenant: &str, id: &str) -> Result<Conversation, StoreE
         })
         .optional()?
         .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
-}
-
-/// The running totals of a history up to `at`, the time of its newest message and its mirror
-/// sum (those of its newest message at or before it; an empty history's sum is 0).
-fn totals_at(
-    conn: &Connection,
-    segs: &[Segment],
-    at: i64,
-) -> Result<(Totals, Option<i64>, Option<i64>), StoreError> {
-    for seg in truncate(segs, at) {
-        let found = conn
-            .prepare_cached(LAST_CUM)?
-            .query_row(named(&[&seg.id, &seg.upto]).as_slice(), |r| {
-                let t = Totals {
-                    o200k: r.get(0)?,
-                    cl100k: r.get(1)?,
-                    chars: r.get(2)?,
-                    chars4: r.get(3)?,
-                    cuts: r.get(4)?,
-                };
-                Ok((t, r.get(5)?, r.get(6)?))
-            })
-            .optional()?;
-        if let Some((t, last_at, mirror)) = found {
-            return Ok((t, Some(last_at), mirror));
-        }
-    }
-    Ok((Totals::default(), None, Some(0)))
-}
-
-/// Forks conversation `id` at `at` (see `Store::fork_conversation`).
-fn fork(
-    tx: &Connection,
-    tenant: &str,
-    id: &str,
-    at: i64,
-    new: &NewFork,
-    fork_id: &str,
-) -> Result<Conversation, StoreError> {
-    let segs = chain(tx, tenant, id)?;
-    let from = get(tx, tenant, id)?;
-    if at < 0 || at > from.last_seq {
-        return Err(StoreError::Invalid(format!(
-            "at: {at} is not a point of conversation '{id}' (0 to its last seq, {})",
-            from.last_seq
-        )));
-    }
-    let parent = fork_parent(&segs, at)
-        .map(|s| s.id.clone())
-        .unwrap_or_else(|| id.to_string());
-    if let Some(o) = owner(&segs, at) {
-        let status: Option<String> = tx
-            .prepare_cached(STATUS_AT)?
-            .query_row(named(&[&o.id, &at]).as_slice(), |r| r.get(0))
-            .optional()?;
-        check_fork_point(id, at, status.as_deref())?;
-    }
-    let (totals, last_at, mirror) = totals_at(tx, &segs, at)?;
-    let run = fork_running(
-        at,
-        count_at(from.last_seq, from.message_count, at),
-        totals,
-        last_at,
-        mirror,
-    );
-    let title = new.title.clone().or_else(|| from.title.clone());
-    check_text("title", title.as_deref().unwrap_or(""))?;
-    let metadata = serde_json::Value::Object(from.metadata.clone()).to_string();
-    let policy = policy_text(from.policy.as_ref())?;
-    let now = now_ms();
-    let [_, count, o, c, ch, c4, turns, cuts] = run.columns();
-    // What every read of the fork would otherwise find again: its chain, and whether its
-    // prefix holds a system message.
-    let ancestors = fork_ancestors(&segs, at);
-    let mut prefix_system = false;
-    for seg in &ancestors {
-        prefix_system |= tx
-            .prepare_cached(SYSTEM_IN_SEGMENT)?
-            .query_row(named(&[&seg.id, &seg.upto]).as_slice(), |r| {
-                r.get::<_, bool>(0)
-            })?;
-    }
-    let chain = encode_chain(&ancestors)?;
-    tx.prepare_cached(INSERT_FORK)?.execute(
-        named(&[
-            &fork_id,
-            &tenant,
-            &title,
-            &from.system_prompt,
-            &metadata,
-            &policy,
-            &now,
-            &parent,
-            &at,
-            &count,
-            &o,
-            &c,
-            &ch,
-            &c4,
-            &turns,
-            &cuts,
-            &chain,
-            &prefix_system,
-            &run.last_at,
-            &run.mirror,
-        ])
-        .as_slice(),
-    )?;
-    // Its own rows start after `at`: the search index has nothing of it to catch up.
-    tx.execute(
-        "UPDATE conversations SET indexed_seq = $2 WHERE id = $1",
-        named(&[&fork_id, &at]).as_slice(),
-    )?;
-    if at == from.last_seq {
-        tx.execute(COPY_STABLE_WINDOWS, named(&[&fork_id, &id, &at]).as_slice())?;
-    }
-    get(tx, tenant, fork_id)
 }
 
 /// The direct forks of conversation `id`.
@@ -440,14 +320,6 @@ fn compact(conn: &Connection) -> Result<(), StoreError> {
 /// Reads on the calling thread; writes on the writer, each in its transaction.
 #[async_trait]
 impl ForkOps for SqliteStore {
-    async fn fork(&self, c: Conv<'_>, at: i64, new: NewFork) -> Result<Conversation, StoreError> {
-        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
-        let fork_id = uuid::Uuid::now_v7().to_string();
-        self.writer
-            .write(move |tx| fork(tx, &tenant, &id, at, &new, &fork_id))
-            .await
-    }
-
     async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError> {
         self.read(|conn| chain(conn, c.tenant, c.id))
     }

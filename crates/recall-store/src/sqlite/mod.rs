@@ -212,4 +212,8 @@ impl Statements for SqliteStore {
     fn lock_rows(&self) -> &'static str {
         ""
     }
+
+    fn fork_index_mark(&self) -> Option<&'static str> {
+        Some("UPDATE conversations SET indexed_seq = $2 WHERE id = $1")
+    }
 }
