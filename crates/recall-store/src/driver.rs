@@ -177,6 +177,9 @@ pub trait Statements: Send + Sync {
     /// `$2`, where the search index is kept by the store per conversation (SQLite's FTS5);
     /// `None` where the database's own index follows every write (PostgreSQL).
     fn fork_index_mark(&self) -> Option<&'static str>;
+
+    /// What this database runs around a redaction (see [`crate::forks::RedactionFrame`]).
+    fn redaction_frame(&self) -> crate::forks::RedactionFrame;
 }
 
 /// The reads along a fork's chain and redaction (each database's `forks.rs`): the operations
@@ -186,7 +189,6 @@ pub trait Statements: Send + Sync {
 pub trait ForkOps {
     async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError>;
     async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError>;
-    async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError>;
     /// The segments of a history, newest first (`fork_plan`); not found when it is not the
     /// tenant's.
     async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError>;

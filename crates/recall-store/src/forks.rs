@@ -4,17 +4,23 @@
 //! `fork_plan`; redaction and the reads along a fork's chain are each database's
 //! (`*/forks.rs`).
 
+use crate::append_plan::replacement;
 use crate::codec::{check_text, now_ms, policy_text};
 use crate::conversations::{get_in, lock_running};
 use crate::driver::{params, tx_rows, Conv, Statements, Tx};
 use crate::error::StoreError;
 use crate::fork_plan::{
     check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running, owner,
-    segments, stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL,
-    COPY_STABLE_WINDOWS, INSERT_FORK, LAST_CUM, STATUS_AT, SYSTEM_IN_SEGMENT,
+    redaction, segments, stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL,
+    CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING, INSERT_FORK, LAST_CUM, REDACT_MESSAGE,
+    SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT,
 };
+use crate::messages::replaced_row;
 use crate::model::{Conversation, NewFork};
+use crate::statements::{DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING};
+use crate::summaries::{DROP_LEASE_FROM, DROP_SUMMARIES_FROM};
 use crate::window::Totals;
+use recall_core::gateway::mirror;
 
 /// The segments of a history, newest first, in the transaction `tx`: the chain the row
 /// stores (migration 0008), else the recursive query; not found when it is not the tenant's.
@@ -157,4 +163,113 @@ async fn fork_in(
             .await?;
     }
     get_in(tx, Conv::new(c.tenant, &fork_id)).await
+}
+
+/// What a database runs around a redaction besides the shared statements, each through
+/// [`Tx::each`] (a pragma answers with a row): before the message is rewritten, and after
+/// every total moved; and the statement (`$1` a conversation) that takes the lock a recall
+/// index catch-up of that conversation takes, where it takes one.
+#[derive(Debug, Clone, Copy)]
+pub struct RedactionFrame {
+    pub before: &'static [&'static str],
+    pub after: &'static [&'static str],
+    pub index_lock: Option<&'static str>,
+}
+
+/// Redacts message `seq` of conversation `c`'s history where it is stored, and shifts the
+/// running totals of every conversation that reads it (see [`crate::Store::redact_message`]).
+pub(crate) async fn redact<D: Statements>(db: &D, c: Conv<'_>, seq: i64) -> Result<(), StoreError> {
+    let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+    let frame = db.redaction_frame();
+    db.write(Box::new(move |tx| {
+        Box::pin(async move { redact_in(tx, Conv::new(&tenant, &id), seq, frame).await })
+    }))
+    .await
+}
+
+async fn redact_in(
+    tx: &mut dyn Tx,
+    c: Conv<'_>,
+    seq: i64,
+    frame: RedactionFrame,
+) -> Result<(), StoreError> {
+    let segs = chain_in(tx, c).await?;
+    let not_found = || StoreError::MessageNotFound {
+        conversation: c.id.to_string(),
+        seq,
+    };
+    let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
+    let mut readers = tx_rows(tx, DESCENDANTS_READING, &params![&o, seq], |r| r.text(0)).await?;
+    readers.insert(0, o.clone());
+    // Every conversation whose totals move is locked first, in id order after the owner
+    // (appends lock one row; two redactions lock in the same order).
+    let lock = format!(
+        "SELECT 1 FROM conversations WHERE id = $1{}",
+        tx.lock_rows()
+    );
+    for r in &readers {
+        tx.each(&lock, &params![r], &mut |_| Ok(())).await?;
+    }
+    let mut found = Vec::new();
+    tx.each(MESSAGE_FIGURES, &params![&o, seq], &mut |r| {
+        found.push(replaced_row(r, seq)?);
+        Ok(())
+    })
+    .await?;
+    let old = found.pop().ok_or_else(not_found)?;
+    let e = redaction(&old.role)?;
+    let f = &e.figures;
+    for sql in frame.before {
+        tx.each(sql, &[], &mut |_| Ok(())).await?;
+    }
+    let values = params![
+        &o,
+        seq,
+        &e.content,
+        f.tokens_o200k,
+        f.tokens_cl100k,
+        f.chars,
+        f.flags()
+    ];
+    tx.execute(REDACT_MESSAGE, &values).await?;
+    // The client id may carry user data: only its hash stays, for a retry to be recognised.
+    let cid = tx_rows(tx, CLIENT_ID_OF, &params![&o, seq], |r| r.opt_text(0)).await?;
+    if let Some(cid) = cid.into_iter().flatten().next() {
+        let hashed = crate::append_plan::redacted_client_id(&cid);
+        tx.execute(SET_CLIENT_ID, &params![&o, seq, hashed]).await?;
+    }
+    let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] =
+        replacement((&old.figures, &old.role), (f, e.role));
+    let d_mirror = mirror::shift(seq, old.mirror, mirror::REDACTED);
+    // The forks' documents may hold the message's words (`DROP_RECALL_INDEX`), under the lock
+    // their catch-up takes.
+    for r in readers.iter().filter(|r| **r != o) {
+        if let Some(sql) = frame.index_lock {
+            tx.each(sql, &params![r], &mut |_| Ok(())).await?;
+        }
+        for sql in crate::recall_plan::DROP_RECALL_INDEX {
+            tx.execute(sql, &params![r]).await?;
+        }
+    }
+    for r in &readers {
+        if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
+            let values = params![r, seq, d_o, d_c, d_ch, d_c4, d_cuts, d_mirror];
+            tx.execute(SHIFT_RUNNING, &values).await?;
+        }
+        if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
+            // Stable windows counted the old size.
+            tx.execute(DELETE_STABLE_WINDOWS, &params![r]).await?;
+        }
+        let values = params![r, d_o, d_c, d_ch, d_c4, d_cuts, d_turns, d_mirror];
+        tx.execute(SHIFT_TOTALS, &values).await?;
+        // A summary stands for the message as it was; a summariser reading it cannot commit.
+        // The lease goes first (see migration 0009's trigger).
+        for sql in [DROP_LEASE_FROM, DROP_SUMMARIES_FROM] {
+            tx.execute(sql, &params![r, seq]).await?;
+        }
+    }
+    for sql in frame.after {
+        tx.each(sql, &[], &mut |_| Ok(())).await?;
+    }
+    Ok(())
 }

@@ -98,7 +98,7 @@ impl<D: Driver> Store for D {
     }
 
     async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {
-        self.redact(checked(tenant, id)?, seq).await
+        crate::forks::redact(self, checked(tenant, id)?, seq).await
     }
 
     async fn compact(&self) -> Result<(), StoreError> {

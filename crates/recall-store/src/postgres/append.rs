@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::PgStore;
-use crate::append_plan::{lookup_ids, plan_appends, Replaced, Running, StoredId};
+use crate::append_plan::{lookup_ids, plan_appends, Running, StoredId};
 use crate::codec::{now_ms, Encoded};
 use crate::driver::{AppendOps, Conv};
 use crate::error::StoreError;
@@ -20,8 +20,8 @@ use crate::fork_plan::Segment;
 use crate::model::{Appended, Figures};
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
-    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, IDS_PER_LOOKUP, MESSAGE_FIGURES,
-    ROWS_PER_INSERT, RUNNING, SAVE_RUNNING, SAVE_STABLE_WINDOW, UPDATE_STABLE_WINDOW,
+    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, IDS_PER_LOOKUP, ROWS_PER_INSERT,
+    RUNNING, SAVE_RUNNING, SAVE_STABLE_WINDOW, UPDATE_STABLE_WINDOW,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
@@ -107,22 +107,6 @@ impl PgStore {
             .execute(&mut **tx)
             .await?;
         Ok(())
-    }
-
-    /// Message `seq` of conversation `id` as an update or a redaction replaces it (its own
-    /// rows only), if there is one.
-    pub(super) async fn replaced(
-        conn: &mut PgConnection,
-        id: &str,
-        seq: i64,
-    ) -> Result<Option<Replaced>, StoreError> {
-        let row = sqlx::query(MESSAGE_FIGURES)
-            .bind(id)
-            .bind(seq)
-            .fetch_optional(conn)
-            .await?;
-        row.map(|r| crate::messages::replaced_row(&r, seq))
-            .transpose()
     }
 
     /// The stored messages under the client ids of `encoded`.

@@ -12,22 +12,16 @@ use recall_core::select::HistoryMessage;
 use sqlx::PgConnection;
 
 use super::{conversation_at, stored_at, PgStore};
-use crate::append_plan::replacement;
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, forks_of_sql, owner, page_upto_sql, redaction, segments, stored_segments, truncate,
-    ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, DESCENDANTS_READING, MIRROR_AT,
-    MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, SYSTEM_UPTO,
+    after, forks_of_sql, page_upto_sql, segments, stored_segments, truncate, ChainRow, Segment,
+    CHAIN_ROW_SQL, CHAIN_SQL, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, SYSTEM_UPTO,
 };
 use crate::model::{Conversation, MirrorSums, StoredMessage};
-use crate::statements::{
-    get_conversation_sql, stable_rows_sql, DELETE_STABLE_WINDOWS, MESSAGE_COLUMNS, SHIFT_RUNNING,
-    SYSTEM_MESSAGES,
-};
+use crate::statements::{get_conversation_sql, stable_rows_sql, MESSAGE_COLUMNS, SYSTEM_MESSAGES};
 use crate::window::StableKey;
 use crate::window_plan::history_message;
-use recall_core::gateway::mirror;
 
 impl PgStore {
     /// The segments of conversation `id`'s history, newest first, from its row (the chain a
@@ -325,107 +319,6 @@ impl ForkOps for PgStore {
             at: sum_at,
             redacted,
         })
-    }
-
-    /// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts
-    /// the running totals of every conversation that reads it, each under its row lock.
-    async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let mut tx = self.pool.begin().await?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let not_found = || StoreError::MessageNotFound {
-            conversation: id.to_string(),
-            seq,
-        };
-        let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
-        let mut readers: Vec<String> = sqlx::query_scalar(DESCENDANTS_READING)
-            .bind(&o)
-            .bind(seq)
-            .fetch_all(&mut *tx)
-            .await?;
-        readers.insert(0, o.clone());
-        // Every conversation whose totals move is locked first, in id order after the
-        // owner (appends lock one row; two redactions lock in the same order).
-        for c in &readers {
-            sqlx::query("SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE")
-                .bind(c)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let old = Self::replaced(&mut tx, &o, seq)
-            .await?
-            .ok_or_else(not_found)?;
-        let e = redaction(&old.role)?;
-        let f = &e.figures;
-        sqlx::query(REDACT_MESSAGE)
-            .bind(&o)
-            .bind(seq)
-            .bind(&e.content)
-            .bind(f.tokens_o200k)
-            .bind(f.tokens_cl100k)
-            .bind(f.chars)
-            .bind(f.flags())
-            .execute(&mut *tx)
-            .await?;
-        // The client id may carry user data: only its hash stays, for a retry to be
-        // recognised.
-        let cid: Option<String> = sqlx::query_scalar(CLIENT_ID_OF)
-            .bind(&o)
-            .bind(seq)
-            .fetch_one(&mut *tx)
-            .await?;
-        if let Some(cid) = cid {
-            sqlx::query(SET_CLIENT_ID)
-                .bind(&o)
-                .bind(seq)
-                .bind(crate::append_plan::redacted_client_id(&cid))
-                .execute(&mut *tx)
-                .await?;
-        }
-        let delta = replacement((&old.figures, &old.role), (f, e.role));
-        let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] = delta;
-        let d_mirror = mirror::shift(seq, old.mirror, mirror::REDACTED);
-        // The forks' documents may hold the message's words (`DROP_RECALL_INDEX`), under the
-        // lock their catch-up takes.
-        for c in readers.iter().filter(|c| **c != o) {
-            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('recall_index:' || $1, 0))")
-                .bind(c)
-                .execute(&mut *tx)
-                .await?;
-            for sql in crate::recall_plan::DROP_RECALL_INDEX {
-                sqlx::query(sql).bind(c).execute(&mut *tx).await?;
-            }
-        }
-        for c in &readers {
-            if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
-                let mut q = sqlx::query(SHIFT_RUNNING).bind(c).bind(seq);
-                for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] {
-                    q = q.bind(d);
-                }
-                q.execute(&mut *tx).await?;
-            }
-            if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
-                sqlx::query(DELETE_STABLE_WINDOWS)
-                    .bind(c)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let mut q = sqlx::query(SHIFT_TOTALS).bind(c);
-            for d in [d_o, d_c, d_ch, d_c4, d_cuts, d_turns, d_mirror] {
-                q = q.bind(d);
-            }
-            q.execute(&mut *tx).await?;
-            // A summary stands for the message as it was; a summariser reading it cannot
-            // commit. The lease goes first (see migration 0009's trigger).
-            for sql in [
-                crate::summaries::DROP_LEASE_FROM,
-                crate::summaries::DROP_SUMMARIES_FROM,
-            ] {
-                sqlx::query(sql).bind(c).bind(seq).execute(&mut *tx).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(())
     }
 
     /// A page of a history across its chain (one snapshot).

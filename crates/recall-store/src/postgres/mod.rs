@@ -148,4 +148,15 @@ impl Statements for PgStore {
     fn fork_index_mark(&self) -> Option<&'static str> {
         None
     }
+
+    /// The advisory lock a recall index catch-up of the conversation takes (`recall.rs`).
+    fn redaction_frame(&self) -> crate::forks::RedactionFrame {
+        crate::forks::RedactionFrame {
+            before: &[],
+            after: &[],
+            index_lock: Some(
+                "SELECT pg_advisory_xact_lock(hashtextextended('recall_index:' || $1, 0))",
+            ),
+        }
+    }
 }

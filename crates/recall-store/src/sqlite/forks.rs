@@ -9,22 +9,15 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::conn::{conversation, named, stored_message};
 use super::SqliteStore;
-use crate::append_plan::{replacement, Replaced};
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow, Segment,
-    CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, DESCENDANTS_READING, MIRROR_AT, MIRROR_TOTAL,
-    REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID, SHIFT_TOTALS, SYSTEM_UPTO,
+    after, page_upto_sql, segments, stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL,
+    CHAIN_SQL, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, SYSTEM_UPTO,
 };
-use crate::messages::replaced_row;
 use crate::model::{Conversation, MirrorSums, StoredMessage};
-use crate::statements::{
-    get_conversation_sql, stable_rows_sql, DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING,
-    SYSTEM_MESSAGES,
-};
+use crate::statements::{get_conversation_sql, stable_rows_sql, SYSTEM_MESSAGES};
 use crate::window::StableKey;
-use recall_core::gateway::mirror;
 
 /// The segments of conversation `id`'s history, newest first, from its row (the chain a fork
 /// stores, migration 0008); not found when it is not the tenant's.
@@ -82,101 +75,6 @@ fn forks(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Conversation>,
         out.push(conversation(row)?);
     }
     Ok(out)
-}
-
-/// Redacts message `seq` of conversation `id`'s history where it is stored, and shifts the
-/// running totals of every conversation that reads it. Deleted text is overwritten
-/// (`secure_delete`) and the search index is merged so that no segment keeps its words.
-fn redact(tx: &Connection, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {
-    let segs = chain(tx, tenant, id)?;
-    let not_found = || StoreError::MessageNotFound {
-        conversation: id.to_string(),
-        seq,
-    };
-    let o = owner(&segs, seq).ok_or_else(not_found)?.id.clone();
-    let old = replaced(tx, &o, seq)?.ok_or_else(not_found)?;
-    let e = redaction(&old.role)?;
-    let f = &e.figures;
-    tx.pragma_update(None, "secure_delete", true)?;
-    tx.prepare_cached(REDACT_MESSAGE)?.execute(
-        named(&[
-            &o,
-            &seq,
-            &e.content,
-            &f.tokens_o200k,
-            &f.tokens_cl100k,
-            &f.chars,
-            &f.flags(),
-        ])
-        .as_slice(),
-    )?;
-    // The client id may carry user data: only its hash stays, for a retry to be recognised.
-    let cid: Option<String> = tx
-        .prepare_cached(CLIENT_ID_OF)?
-        .query_row(named(&[&o, &seq]).as_slice(), |r| r.get(0))?;
-    if let Some(cid) = cid {
-        let hashed = crate::append_plan::redacted_client_id(&cid);
-        tx.prepare_cached(SET_CLIENT_ID)?
-            .execute(named(&[&o, &seq, &hashed]).as_slice())?;
-    }
-    let [d_o, d_c, d_ch, d_c4, d_cuts, d_turns] =
-        replacement((&old.figures, &old.role), (f, e.role));
-    let d_mirror = mirror::shift(seq, old.mirror, mirror::REDACTED);
-    let mut readers: Vec<String> = tx
-        .prepare_cached(DESCENDANTS_READING)?
-        .query_map(named(&[&o, &seq]).as_slice(), |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    for c in &readers {
-        for sql in crate::recall_plan::DROP_RECALL_INDEX {
-            tx.prepare_cached(sql)?.execute(named(&[c]).as_slice())?;
-        }
-    }
-    readers.insert(0, o);
-    for c in &readers {
-        if [d_o, d_c, d_ch, d_c4, d_cuts, d_mirror] != [0; 6] {
-            tx.prepare_cached(SHIFT_RUNNING)?.execute(
-                named(&[c, &seq, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_mirror]).as_slice(),
-            )?;
-        }
-        if [d_o, d_c, d_ch, d_c4, d_cuts] != [0; 5] {
-            // Stable windows counted the old size.
-            tx.execute(DELETE_STABLE_WINDOWS, named(&[c]).as_slice())?;
-        }
-        tx.prepare_cached(SHIFT_TOTALS)?.execute(
-            named(&[c, &d_o, &d_c, &d_ch, &d_c4, &d_cuts, &d_turns, &d_mirror]).as_slice(),
-        )?;
-        // A summary stands for the message as it was; a summariser reading it cannot commit.
-        for sql in [
-            crate::summaries::DROP_LEASE_FROM,
-            crate::summaries::DROP_SUMMARIES_FROM,
-        ] {
-            tx.prepare_cached(sql)?
-                .execute(named(&[c, &seq]).as_slice())?;
-        }
-    }
-    // The trigger replaced the message's searchable text; FTS5 keeps a deleted document's
-    // words in its older segments until they are merged.
-    tx.execute(
-        "INSERT INTO message_fts (message_fts) VALUES ('optimize')",
-        [],
-    )?;
-    tx.pragma_update(None, "secure_delete", false)?;
-    Ok(())
-}
-
-/// Message `seq` of conversation `id` as an update or a redaction replaces it (its own rows
-/// only), if there is one.
-pub(super) fn replaced(
-    conn: &Connection,
-    id: &str,
-    seq: i64,
-) -> Result<Option<Replaced>, StoreError> {
-    conn.prepare_cached(MESSAGE_FIGURES)?
-        .query_row(named(&[&id, &seq]).as_slice(), |row| {
-            Ok(replaced_row(row, seq))
-        })
-        .optional()?
-        .transpose()
 }
 
 /// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`).
@@ -330,13 +228,6 @@ impl ForkOps for SqliteStore {
 
     async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError> {
         self.read(|conn| mirror_sums(conn, c.tenant, c.id, at))
-    }
-
-    async fn redact(&self, c: Conv<'_>, seq: i64) -> Result<(), StoreError> {
-        let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
-        self.writer
-            .write(move |tx| redact(tx, &tenant, &id, seq))
-            .await
     }
 
     /// Along the chain of a fork, which also tells a missing conversation.

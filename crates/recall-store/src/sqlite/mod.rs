@@ -216,4 +216,18 @@ impl Statements for SqliteStore {
     fn fork_index_mark(&self) -> Option<&'static str> {
         Some("UPDATE conversations SET indexed_seq = $2 WHERE id = $1")
     }
+
+    /// Deleted text is overwritten (`secure_delete`), and the search index is merged so that
+    /// no older FTS5 segment keeps the redacted words (the trigger replaced the message's
+    /// searchable text). One writer: no lock to take for the recall index.
+    fn redaction_frame(&self) -> crate::forks::RedactionFrame {
+        crate::forks::RedactionFrame {
+            before: &["PRAGMA secure_delete = 1"],
+            after: &[
+                "INSERT INTO message_fts (message_fts) VALUES ('optimize')",
+                "PRAGMA secure_delete = 0",
+            ],
+            index_lock: None,
+        }
+    }
 }
