@@ -18,9 +18,7 @@ use recall_core::recall::{choose, Ranked, RecallQuery, RecallSection};
 use crate::codec::Encoded;
 use crate::error::StoreError;
 use crate::fork_plan::Segment;
-use crate::model::{
-    Appended, Conversation, ConversationRef, MirrorSums, RecallHits, SearchHit, StoredMessage,
-};
+use crate::model::{Appended, Conversation, ConversationRef, RecallHits, SearchHit, StoredMessage};
 use crate::window::Window;
 
 /// A value bound to a statement's parameter (`$1`, `$2`, … in order).
@@ -168,6 +166,10 @@ pub trait Statements: Send + Sync {
     /// Runs `work` in one write transaction.
     async fn write<R: Send + 'static>(&self, work: Work<R>) -> Result<R, StoreError>;
 
+    /// Runs `work`'s reads in one snapshot: every statement sees the same state of the
+    /// database (a read that crosses a fork's chain must not see a write land half-way).
+    async fn snapshot<R: Send + 'static>(&self, work: Work<R>) -> Result<R, StoreError>;
+
     /// What a read in a write transaction ends with to lock the rows it returns until the
     /// transaction ends (` FOR UPDATE`); empty where the transaction holds the database's one
     /// write lock already (SQLite).
@@ -182,24 +184,14 @@ pub trait Statements: Send + Sync {
     fn redaction_frame(&self) -> crate::forks::RedactionFrame;
 }
 
-/// The reads along a fork's chain and redaction (each database's `forks.rs`): the operations
-/// of [`crate::Store`] of the same purpose, after its checks (forking itself is shared:
-/// `forks.rs`).
+/// A history's chain and the database's vacuum (each database's `forks.rs`); forking,
+/// redaction and the reads along a chain are shared (`forks.rs`).
 #[async_trait]
 pub trait ForkOps {
-    async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError>;
-    async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError>;
     /// The segments of a history, newest first (`fork_plan`); not found when it is not the
     /// tenant's.
     async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError>;
-    /// Messages after `after` along the chain of a fork (which also tells a missing one).
-    async fn page(
-        &self,
-        c: Conv<'_>,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredMessage>, StoreError>;
-    /// Gives removed data's space back (see [`crate::Store::compact`]).
+    /// Gives the space of deleted and redacted rows back (see `Store::compact`).
     async fn vacuum(&self) -> Result<(), StoreError>;
 }
 

@@ -1,22 +1,24 @@
 //! Forking, written once on the transaction surface (`driver.rs`): both databases check the
 //! fork point, take the history's totals at it and insert the fork's row in one transaction
 //! under the parent's row lock. What a fork is, and what is decided without I/O, is
-//! `fork_plan`; redaction and the reads along a fork's chain are each database's
-//! (`*/forks.rs`).
+//! `fork_plan`. Redaction is written once here as well (each database's statements around
+//! it are its [`RedactionFrame`]), and so are the reads along a fork's chain that need one
+//! snapshot: a page of messages, the forks of a conversation, the mirror sums.
 
 use crate::append_plan::replacement;
-use crate::codec::{check_text, now_ms, policy_text};
-use crate::conversations::{get_in, lock_running};
+use crate::codec::{check_text, message_row, now_ms, policy_text};
+use crate::conversations::{conversation_row, get_in, lock_running};
 use crate::driver::{params, tx_rows, Conv, Statements, Tx};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running, owner,
-    redaction, segments, stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL,
-    CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING, INSERT_FORK, LAST_CUM, REDACT_MESSAGE,
-    SET_CLIENT_ID, SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT,
+    after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
+    forks_of_sql, owner, page_upto_sql, redaction, segments, stored_segments, truncate, ChainRow,
+    Segment, CHAIN_ROW_SQL, CHAIN_SQL, CLIENT_ID_OF, COPY_STABLE_WINDOWS, DESCENDANTS_READING,
+    INSERT_FORK, LAST_CUM, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, REDACT_MESSAGE, SET_CLIENT_ID,
+    SHIFT_TOTALS, STATUS_AT, SYSTEM_IN_SEGMENT,
 };
 use crate::messages::replaced_row;
-use crate::model::{Conversation, NewFork};
+use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
 use crate::statements::{DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING};
 use crate::summaries::{DROP_LEASE_FROM, DROP_SUMMARIES_FROM};
 use crate::window::Totals;
@@ -44,6 +46,106 @@ async fn chain_in(tx: &mut dyn Tx, c: Conv<'_>) -> Result<Vec<Segment>, StoreErr
         return Err(StoreError::ConversationNotFound(c.id.to_string()));
     }
     Ok(segs)
+}
+
+/// The direct forks of conversation `c` (see [`crate::Store::forks`]).
+pub(crate) async fn forks_of<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+) -> Result<Vec<Conversation>, StoreError> {
+    let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+    db.snapshot(Box::new(move |tx| {
+        Box::pin(async move {
+            let c = Conv::new(&tenant, &id);
+            get_in(tx, c).await?;
+            tx_rows(
+                tx,
+                &forks_of_sql(),
+                &params![c.id, c.tenant],
+                conversation_row,
+            )
+            .await
+        })
+    }))
+    .await
+}
+
+/// The mirror sums of conversation `c`'s history (see [`crate::Store::mirror_sums`]), read in
+/// one snapshot.
+pub(crate) async fn mirror_sums<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    at: i64,
+) -> Result<MirrorSums, StoreError> {
+    let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+    db.snapshot(Box::new(move |tx| {
+        Box::pin(async move {
+            let c = Conv::new(&tenant, &id);
+            let found = tx_rows(tx, MIRROR_TOTAL, &params![c.id, c.tenant], |r| {
+                Ok((r.int(0)?, r.int(1)?, r.opt_int(2)?))
+            })
+            .await?;
+            let Some((last_seq, count, total)) = found.into_iter().next() else {
+                return Err(StoreError::ConversationNotFound(c.id.to_string()));
+            };
+            let segs = chain_in(tx, c).await?;
+            let mut sum_at = Some(0);
+            for seg in truncate(&segs, at) {
+                let found =
+                    tx_rows(tx, MIRROR_AT, &params![&seg.id, seg.upto], |r| r.opt_int(0)).await?;
+                if let Some(m) = found.into_iter().next() {
+                    sum_at = m;
+                    break;
+                }
+            }
+            let mut redacted = Vec::new();
+            for (seg, from, upto) in after(&segs, at) {
+                let seqs =
+                    tx_rows(tx, REDACTED_IN, &params![seg, from, upto], |r| r.int(0)).await?;
+                redacted.extend(seqs);
+            }
+            redacted.sort_unstable();
+            Ok(MirrorSums {
+                last_seq,
+                count,
+                total,
+                at: sum_at,
+                redacted,
+            })
+        })
+    }))
+    .await
+}
+
+/// A page of conversation `c`'s history (see [`crate::Store::messages`]): messages with
+/// `seq > after`, oldest first, at most `limit`, across a fork's chain, in one snapshot.
+pub(crate) async fn page<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    after: i64,
+    limit: u32,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    let (tenant, id) = (c.tenant.to_string(), c.id.to_string());
+    db.snapshot(Box::new(move |tx| {
+        Box::pin(async move {
+            let segs = chain_in(tx, Conv::new(&tenant, &id)).await?;
+            let mut out = Vec::new();
+            for seg in segs.iter().rev() {
+                let left = i64::from(limit) - out.len() as i64;
+                if left <= 0 {
+                    break;
+                }
+                if seg.upto <= after {
+                    continue;
+                }
+                let sql = page_upto_sql();
+                let params = params![&seg.id, after, seg.upto, left];
+                out.extend(tx_rows(tx, &sql, &params, |r| message_row(r, 0)).await?);
+            }
+            Ok(out)
+        })
+    }))
+    .await
 }
 
 /// The running totals of a history up to `at`, the time of its newest message and its mirror

@@ -1,18 +1,22 @@
 //! Replacing a stored message (a streamed reply saved as it arrives, then completed), written
 //! once on the transaction surface (`driver.rs`): the same statements and checks on both
-//! databases, under the conversation's row lock.
+//! databases, under the conversation's row lock. Also the part of an append both databases
+//! share inside their own transaction: finding the messages already stored under a batch's
+//! client ids.
+
+use std::collections::HashMap;
 
 use recall_core::gateway::mirror;
 
-use crate::append_plan::{replacement, Replaced};
+use crate::append_plan::{lookup_ids, replacement, Replaced, StoredId};
 use crate::codec::Encoded;
 use crate::conversations::{lock_running, save_running};
-use crate::driver::{params, tx_rows, Conv, Row, Statements, Tx};
+use crate::driver::{params, tx_rows, Conv, Param, Row, Statements, Tx};
 use crate::error::StoreError;
 use crate::fork_plan::{has_forks, FORKS_READING};
 use crate::statements::{
-    DROP_STABLE_WINDOWS_FROM, MESSAGE_FIGURES, ROLL_BACK_STABLE_WINDOWS, SHIFT_RUNNING,
-    UPDATE_MESSAGE,
+    stored_ids_sql, DROP_STABLE_WINDOWS_FROM, IDS_PER_LOOKUP, MESSAGE_FIGURES,
+    ROLL_BACK_STABLE_WINDOWS, SHIFT_RUNNING, UPDATE_MESSAGE,
 };
 
 /// Message `seq` as a row of `statements::MESSAGE_FIGURES` gives it.
@@ -20,6 +24,41 @@ pub(crate) fn replaced_row(r: &dyn Row, seq: i64) -> Result<Replaced, StoreError
     let figures = (r.int(0)?, r.int(1)?, r.int(2)?, r.int(3)?);
     let content = r.text(5)?;
     Replaced::from_columns(seq, figures, r.text(4)?, &content, &r.text(6)?)
+}
+
+/// The messages of conversation `id` already stored under the client ids of `encoded`, by
+/// the id given (an id a redaction rewrote leads back to the one given: `lookup_ids`). Run in
+/// the append's transaction, after its row lock.
+pub(crate) async fn stored_ids(
+    tx: &mut dyn Tx,
+    id: &str,
+    encoded: &[Encoded],
+) -> Result<HashMap<String, StoredId>, StoreError> {
+    let ids: Vec<&str> = encoded
+        .iter()
+        .filter_map(|e| e.client_id.as_deref())
+        .collect();
+    let (lookup, back) = lookup_ids(&ids);
+    let mut seen = HashMap::new();
+    for chunk in lookup.chunks(IDS_PER_LOOKUP) {
+        let params: Vec<Param> = std::iter::once(Param::from(id))
+            .chain(chunk.iter().map(Param::from))
+            .collect();
+        tx.each(&stored_ids_sql(chunk.len()), &params, &mut |r| {
+            if let Some(given) = back.get(&r.text(0)?) {
+                let stored = StoredId {
+                    seq: r.int(1)?,
+                    role: r.text(2)?,
+                    content: r.text(3)?,
+                    metadata: r.opt_text(4)?,
+                };
+                seen.insert(given.clone(), stored);
+            }
+            Ok(())
+        })
+        .await?;
+    }
+    Ok(seen)
 }
 
 /// Replaces message `seq` of conversation `c` with `e` (see [`crate::Store::update_message`]):

@@ -90,11 +90,11 @@ impl<D: Driver> Store for D {
     }
 
     async fn mirror_sums(&self, tenant: &str, id: &str, at: i64) -> Result<MirrorSums, StoreError> {
-        self.mirror_sums_of(checked(tenant, id)?, at).await
+        crate::forks::mirror_sums(self, checked(tenant, id)?, at).await
     }
 
     async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
-        self.forks_of(checked(tenant, id)?).await
+        crate::forks::forks_of(self, checked(tenant, id)?).await
     }
 
     async fn redact_message(&self, tenant: &str, id: &str, seq: i64) -> Result<(), StoreError> {
@@ -140,7 +140,7 @@ impl<D: Driver> Store for D {
         after: i64,
         limit: u32,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        self.page(checked(tenant, id)?, after, limit).await
+        crate::forks::page(self, checked(tenant, id)?, after, limit).await
     }
 
     async fn conversation_window(

@@ -10,7 +10,10 @@ use recall_core::policy::Policy;
 use recall_core::select::{select, HistoryMessage, Stats};
 
 use crate::append_plan::Running;
-use crate::model::StoredMessage;
+use crate::driver::Row;
+use crate::error::StoreError;
+use crate::fork_plan::{stored_segments, Segment};
+use crate::model::{Conversation, StoredMessage};
 use crate::window::{StableKey, Total, Totals, Window};
 
 /// The conversation row as a context read saw it.
@@ -25,6 +28,38 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
+    /// The snapshot and segments of a context read's header row: the conversation `conv`
+    /// read from its columns 0–12, its other totals at 13–16 (cl100k, chars, chars4, cuts),
+    /// whether its history holds a system message, and the chain a fork's row stores
+    /// (segments `None`: a fork whose row holds none; the caller walks it).
+    pub(crate) fn of_header(
+        conv: &Conversation,
+        r: &dyn Row,
+        has_system: bool,
+        chain: Option<&str>,
+    ) -> Result<(Snapshot, Option<Vec<Segment>>), StoreError> {
+        let snap = Snapshot {
+            totals: Totals {
+                o200k: conv.total_tokens,
+                cl100k: r.int(13)?,
+                chars: r.int(14)?,
+                chars4: r.int(15)?,
+                cuts: r.int(16)?,
+            },
+            count: conv.message_count,
+            last_seq: conv.last_seq,
+            has_system,
+        };
+        let fork = conv.forked_from.as_ref();
+        let segs = stored_segments(
+            &conv.id,
+            fork.map(|f| f.conversation_id.as_str()),
+            fork.map_or(0, |f| f.seq),
+            chain,
+        )?;
+        Ok((snap, segs))
+    }
+
     /// Whether the conversation's totals, as a writer locked them, are still those this read
     /// saw: only then may a stable state computed by the read be saved (an update or a clear
     /// in between would make it stale).

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::PgStore;
-use crate::append_plan::{lookup_ids, plan_appends, Running, StoredId};
+use crate::append_plan::{plan_appends, Running};
 use crate::codec::{now_ms, Encoded};
 use crate::driver::{AppendOps, Conv};
 use crate::error::StoreError;
@@ -20,8 +20,8 @@ use crate::fork_plan::Segment;
 use crate::model::{Appended, Figures};
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
-    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, IDS_PER_LOOKUP, ROWS_PER_INSERT,
-    RUNNING, SAVE_RUNNING, SAVE_STABLE_WINDOW, UPDATE_STABLE_WINDOW,
+    insert_messages_sql, CURRENT_STABLE_WINDOWS, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING,
+    SAVE_STABLE_WINDOW, UPDATE_STABLE_WINDOW,
 };
 use crate::window::StableKey;
 use crate::window_plan::Snapshot;
@@ -107,40 +107,6 @@ impl PgStore {
             .execute(&mut **tx)
             .await?;
         Ok(())
-    }
-
-    /// The stored messages under the client ids of `encoded`.
-    async fn stored_ids(
-        tx: &mut Tx<'_>,
-        id: &str,
-        encoded: &[Encoded],
-    ) -> Result<HashMap<String, StoredId>, StoreError> {
-        let ids: Vec<&str> = encoded
-            .iter()
-            .filter_map(|e| e.client_id.as_deref())
-            .collect();
-        let (lookup, back) = lookup_ids(&ids);
-        let mut seen = HashMap::new();
-        for chunk in lookup.chunks(IDS_PER_LOOKUP) {
-            let sql = stored_ids_sql(chunk.len());
-            let mut q =
-                sqlx::query_as::<_, (String, i64, String, String, Option<String>)>(&sql).bind(id);
-            for cid in chunk {
-                q = q.bind(cid);
-            }
-            for (cid, seq, role, content, metadata) in q.fetch_all(&mut **tx).await? {
-                let stored = StoredId {
-                    seq,
-                    role,
-                    content,
-                    metadata,
-                };
-                if let Some(given) = back.get(&cid) {
-                    seen.insert(given.clone(), stored);
-                }
-            }
-        }
-        Ok(seen)
     }
 
     /// A stable window's state caught up from `from` to `last_seq` (see `fold_stable`).
@@ -251,7 +217,7 @@ impl AppendOps for PgStore {
         let (mut r, seen) = if locked {
             let r = Self::lock_running(&mut tx, tenant, id).await?;
             let seen = if has_client_ids {
-                Self::stored_ids(&mut tx, id, encoded).await?
+                crate::messages::stored_ids(&mut super::PgTx(&mut tx), id, encoded).await?
             } else {
                 HashMap::new()
             };

@@ -11,15 +11,13 @@ use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 use sqlx::PgConnection;
 
-use super::{conversation_at, stored_at, PgStore};
+use super::{stored_at, PgStore};
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, forks_of_sql, page_upto_sql, segments, stored_segments, truncate, ChainRow, Segment,
-    CHAIN_ROW_SQL, CHAIN_SQL, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, SYSTEM_UPTO,
+    segments, stored_segments, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, SYSTEM_UPTO,
 };
-use crate::model::{Conversation, MirrorSums, StoredMessage};
-use crate::statements::{get_conversation_sql, stable_rows_sql, MESSAGE_COLUMNS, SYSTEM_MESSAGES};
+use crate::statements::{stable_rows_sql, MESSAGE_COLUMNS, SYSTEM_MESSAGES};
 use crate::window::StableKey;
 use crate::window_plan::history_message;
 
@@ -61,20 +59,6 @@ impl PgStore {
             return Err(StoreError::ConversationNotFound(id.to_string()));
         }
         Ok(segs)
-    }
-
-    async fn get_in(
-        conn: &mut PgConnection,
-        tenant: &str,
-        id: &str,
-    ) -> Result<Conversation, StoreError> {
-        let row = sqlx::query(&get_conversation_sql())
-            .bind(id)
-            .bind(tenant)
-            .fetch_optional(&mut *conn)
-            .await?
-            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
-        conversation_at(&row)
     }
 
     /// The first row of a history (oldest first) whose running total in `column` reaches
@@ -258,104 +242,6 @@ impl ForkOps for PgStore {
     async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError> {
         let mut conn = self.pool.acquire().await?;
         Self::chain(&mut conn, c.tenant, c.id).await
-    }
-
-    /// The direct forks of conversation `id`.
-    async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let mut conn = self.pool.acquire().await?;
-        Self::get_in(&mut conn, tenant, id).await?;
-        let rows = sqlx::query(&forks_of_sql())
-            .bind(id)
-            .bind(tenant)
-            .fetch_all(&mut *conn)
-            .await?;
-        rows.iter().map(conversation_at).collect()
-    }
-
-    /// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`), read in one
-    /// snapshot.
-    async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            .execute(&mut *tx)
-            .await?;
-        let (last_seq, count, total): (i64, i64, Option<i64>) = sqlx::query_as(MIRROR_TOTAL)
-            .bind(id)
-            .bind(tenant)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let mut sum_at = Some(0);
-        for seg in truncate(&segs, at) {
-            let found: Option<Option<i64>> = sqlx::query_scalar(MIRROR_AT)
-                .bind(&seg.id)
-                .bind(seg.upto)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if let Some(m) = found {
-                sum_at = m;
-                break;
-            }
-        }
-        let mut redacted = Vec::new();
-        for (seg, from, upto) in after(&segs, at) {
-            let seqs: Vec<i64> = sqlx::query_scalar(REDACTED_IN)
-                .bind(&seg)
-                .bind(from)
-                .bind(upto)
-                .fetch_all(&mut *tx)
-                .await?;
-            redacted.extend(seqs);
-        }
-        tx.commit().await?;
-        redacted.sort_unstable();
-        Ok(MirrorSums {
-            last_seq,
-            count,
-            total,
-            at: sum_at,
-            redacted,
-        })
-    }
-
-    /// A page of a history across its chain (one snapshot).
-    async fn page(
-        &self,
-        c: Conv<'_>,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
-        let (tenant, id) = (c.tenant, c.id);
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            .await?;
-        let segs = Self::chain(&mut tx, tenant, id).await?;
-        let mut out = Vec::new();
-        for seg in segs.iter().rev() {
-            let left = i64::from(limit) - out.len() as i64;
-            if left <= 0 {
-                break;
-            }
-            if seg.upto <= after {
-                continue;
-            }
-            let rows = sqlx::query(&page_upto_sql())
-                .bind(&seg.id)
-                .bind(after)
-                .bind(seg.upto)
-                .bind(left)
-                .fetch_all(&mut *tx)
-                .await?;
-            for r in &rows {
-                out.push(stored_at(r, 0)?);
-            }
-        }
-        tx.commit().await?;
-        Ok(out)
     }
 
     /// Vacuums the messages table (dead row versions, a redacted message's old text among

@@ -97,7 +97,7 @@ fn bound<'q>(sql: &'q str, params: &'q [Param]) -> Query<'q, Postgres, PgArgumen
 }
 
 /// A write transaction on one pooled connection.
-struct PgTx<'c>(&'c mut PgConnection);
+pub(super) struct PgTx<'c>(&'c mut PgConnection);
 
 #[async_trait]
 impl Tx for PgTx<'_> {
@@ -136,6 +136,16 @@ impl Statements for PgStore {
 
     async fn write<R: Send + 'static>(&self, work: Work<R>) -> Result<R, StoreError> {
         let mut tx = self.pool.begin().await?;
+        let out = work(&mut PgTx(&mut tx)).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    async fn snapshot<R: Send + 'static>(&self, work: Work<R>) -> Result<R, StoreError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .await?;
         let out = work(&mut PgTx(&mut tx)).await?;
         tx.commit().await?;
         Ok(out)

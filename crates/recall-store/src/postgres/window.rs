@@ -19,11 +19,11 @@ use super::{conversation_at, stored_at, PgStore};
 use crate::codec::decode_message;
 use crate::driver::{Conv, WindowOps};
 use crate::error::StoreError;
-use crate::fork_plan::{stored_history_segments, stored_segments, Segment};
+use crate::fork_plan::{stored_history_segments, Segment};
 use crate::model::{Conversation, StoredMessage};
 use crate::stable::{stable_key, StableRow, StableStart};
 use crate::statements::{CONVERSATION_COLUMNS, MESSAGE_COLUMNS, STABLE_WINDOW};
-use crate::window::{StableKey, Total, Totals, Window, WindowBounds};
+use crate::window::{StableKey, Total, Window, WindowBounds};
 use crate::window_plan::{
     history_message, room_before, threshold_past, ProbeLimits, Snapshot, SystemParts,
 };
@@ -233,27 +233,9 @@ impl PgStore {
             .await?
             .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
         let conv = conversation_at(&row)?;
-        let snap = Snapshot {
-            totals: Totals {
-                o200k: conv.total_tokens,
-                cl100k: row.try_get(13)?,
-                chars: row.try_get(14)?,
-                chars4: row.try_get(15)?,
-                cuts: row.try_get(16)?,
-            },
-            count: conv.message_count,
-            last_seq: conv.last_seq,
-            has_system: row.try_get::<i64, _>(17)? != 0,
-        };
+        let has_system = row.try_get::<i64, _>(17)? != 0;
         let chain: Option<String> = row.try_get(18)?;
-        let segs = stored_segments(
-            id,
-            conv.forked_from
-                .as_ref()
-                .map(|f| f.conversation_id.as_str()),
-            conv.forked_from.as_ref().map_or(0, |f| f.seq),
-            chain.as_deref(),
-        )?;
+        let (snap, segs) = Snapshot::of_header(&conv, &row, has_system, chain.as_deref())?;
         Ok((conv, snap, segs))
     }
 

@@ -14,15 +14,15 @@ use rusqlite::{Connection, OptionalExtension};
 use super::conn::named;
 use super::forks::stable_rows;
 use super::SqliteStore;
-use crate::append_plan::{lookup_ids, plan_appends, running_row, Running, StoredId};
+use crate::append_plan::{plan_appends, running_row, Running};
 use crate::codec::{now_ms, Encoded};
 use crate::driver::{AppendOps, Conv};
 use crate::error::StoreError;
 use crate::model::{Appended, Figures};
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
-    insert_messages_sql, stored_ids_sql, CURRENT_STABLE_WINDOWS, IDS_PER_LOOKUP, ROWS_PER_INSERT,
-    RUNNING, SAVE_RUNNING, UPDATE_STABLE_WINDOW,
+    insert_messages_sql, CURRENT_STABLE_WINDOWS, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING,
+    UPDATE_STABLE_WINDOW,
 };
 use crate::window::StableKey;
 
@@ -49,45 +49,9 @@ pub(super) fn save_running(tx: &Connection, id: &str, r: &Running) -> Result<(),
     Ok(())
 }
 
-/// The stored messages under the client ids of `encoded`.
-fn stored_ids(
-    tx: &Connection,
-    id: &str,
-    encoded: &[Encoded],
-) -> Result<HashMap<String, StoredId>, StoreError> {
-    let ids: Vec<&str> = encoded
-        .iter()
-        .filter_map(|e| e.client_id.as_deref())
-        .collect();
-    let (lookup, back) = lookup_ids(&ids);
-    let mut seen = HashMap::new();
-    for chunk in lookup.chunks(IDS_PER_LOOKUP) {
-        let mut stmt = tx.prepare_cached(&stored_ids_sql(chunk.len()))?;
-        // `$1`, then `$2`… in order of first appearance: positions are the numbers.
-        stmt.raw_bind_parameter(1, id)?;
-        for (k, cid) in chunk.iter().enumerate() {
-            stmt.raw_bind_parameter(k + 2, cid)?;
-        }
-        let mut rows = stmt.raw_query();
-        while let Some(row) = rows.next()? {
-            let stored = StoredId {
-                seq: row.get(1)?,
-                role: row.get(2)?,
-                content: row.get(3)?,
-                metadata: row.get(4)?,
-            };
-            let stored_id: String = row.get(0)?;
-            if let Some(given) = back.get(&stored_id) {
-                seen.insert(given.clone(), stored);
-            }
-        }
-    }
-    Ok(seen)
-}
-
 /// Appends an encoded batch in the writer's transaction (committed by the writer).
 fn append(
-    tx: &Connection,
+    tx: &mut Connection,
     tenant: &str,
     id: &str,
     encoded: &[Encoded],
@@ -95,7 +59,12 @@ fn append(
     let mut r = running(tx, tenant, id)?;
     let before = r.last_seq;
     let seen = if encoded.iter().any(|e| e.client_id.is_some()) {
-        stored_ids(tx, id, encoded)?
+        // The shared lookup answers at once on SQLite (`run_now`).
+        super::run_now(Box::pin(crate::messages::stored_ids(
+            &mut super::SqliteTx(tx),
+            id,
+            encoded,
+        )))?
     } else {
         HashMap::new()
     };

@@ -17,10 +17,10 @@ use std::time::Duration;
 use crate::options::Durability;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::codec::{ConversationColumns, MessageColumns};
+use crate::codec::MessageColumns;
 use crate::driver::{EachRow, Param, Row};
 use crate::error::StoreError;
-use crate::model::{Conversation, StoredMessage};
+use crate::model::StoredMessage;
 
 /// As long as any connection waits for a lock.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,6 +74,16 @@ impl Reader<'_> {
         }
         self.conn
             .as_ref()
+            .ok_or_else(|| StoreError::Internal("no reader connection".into()))
+    }
+
+    /// [`Reader::conn`], to begin a read transaction on (ended when the reader is dropped).
+    pub(super) fn conn_mut(&mut self) -> Result<&mut Connection, StoreError> {
+        if let Some(w) = &mut self.writer {
+            return Ok(w);
+        }
+        self.conn
+            .as_mut()
             .ok_or_else(|| StoreError::Internal("no reader connection".into()))
     }
 }
@@ -189,26 +199,6 @@ pub(super) fn text_or_null<'r>(
     row.get_ref(i)?
         .as_str_or_null()
         .map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
-}
-
-/// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–12.
-pub(super) fn conversation(row: &rusqlite::Row<'_>) -> Result<Conversation, StoreError> {
-    ConversationColumns {
-        id: row.get(0)?,
-        tenant: row.get(1)?,
-        title: row.get(2)?,
-        system_prompt: row.get(3)?,
-        metadata: text(row, 4)?,
-        policy: text_or_null(row, 5)?,
-        created_at: row.get(6)?,
-        updated_at: row.get(7)?,
-        message_count: row.get(8)?,
-        last_seq: row.get(9)?,
-        total_tokens: row.get(10)?,
-        parent_id: row.get(11)?,
-        fork_seq: row.get(12)?,
-    }
-    .decode()
 }
 
 /// The message columns (`statements::MESSAGE_COLUMNS`, 0–10) of a row whose role is read.

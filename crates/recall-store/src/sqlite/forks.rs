@@ -1,22 +1,20 @@
-//! SQLite's answers to the fork plan (`fork_plan`): the chain of a history, forking,
-//! deleting and clearing with forks, redaction, settings, and the reads that cross from a
-//! fork's rows into its parent's (message pages, system messages, a stable window's rows).
+//! SQLite's own reads along a fork's chain (`fork_plan`), for its context read and recall:
+//! the chain of a history, its system messages, a stable window's rows; and the vacuum.
+//! Forking, redaction, message pages, forks and mirror sums are shared (`crate::forks`).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension};
 
-use super::conn::{conversation, named, stored_message};
+use super::conn::named;
 use super::SqliteStore;
 use crate::driver::{Conv, ForkOps};
 use crate::error::StoreError;
 use crate::fork_plan::{
-    after, page_upto_sql, segments, stored_segments, truncate, ChainRow, Segment, CHAIN_ROW_SQL,
-    CHAIN_SQL, MIRROR_AT, MIRROR_TOTAL, REDACTED_IN, SYSTEM_UPTO,
+    segments, stored_segments, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, SYSTEM_UPTO,
 };
-use crate::model::{Conversation, MirrorSums, StoredMessage};
-use crate::statements::{get_conversation_sql, stable_rows_sql, SYSTEM_MESSAGES};
+use crate::statements::{stable_rows_sql, SYSTEM_MESSAGES};
 use crate::window::StableKey;
 
 /// The segments of conversation `id`'s history, newest first, from its row (the chain a fork
@@ -54,99 +52,6 @@ pub(super) fn chain_recursive(
         return Err(StoreError::ConversationNotFound(id.to_string()));
     }
     Ok(segs)
-}
-
-fn get(conn: &Connection, tenant: &str, id: &str) -> Result<Conversation, StoreError> {
-    conn.prepare_cached(&get_conversation_sql())?
-        .query_row(named(&[&id, &tenant]).as_slice(), |row| {
-            Ok(conversation(row))
-        })
-        .optional()?
-        .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?
-}
-
-/// The direct forks of conversation `id`.
-fn forks(conn: &Connection, tenant: &str, id: &str) -> Result<Vec<Conversation>, StoreError> {
-    get(conn, tenant, id)?;
-    let mut stmt = conn.prepare_cached(&crate::fork_plan::forks_of_sql())?;
-    let mut rows = stmt.query(named(&[&id, &tenant]).as_slice())?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        out.push(conversation(row)?);
-    }
-    Ok(out)
-}
-
-/// The mirror sums of conversation `id`'s history (see `Store::mirror_sums`).
-fn mirror_sums(
-    conn: &Connection,
-    tenant: &str,
-    id: &str,
-    at: i64,
-) -> Result<MirrorSums, StoreError> {
-    let (last_seq, count, total): (i64, i64, Option<i64>) = conn
-        .prepare_cached(MIRROR_TOTAL)?
-        .query_row(named(&[&id, &tenant]).as_slice(), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
-        .optional()?
-        .ok_or_else(|| StoreError::ConversationNotFound(id.to_string()))?;
-    let segs = chain(conn, tenant, id)?;
-    let mut sum_at = Some(0);
-    for seg in truncate(&segs, at) {
-        let found: Option<Option<i64>> = conn
-            .prepare_cached(MIRROR_AT)?
-            .query_row(named(&[&seg.id, &seg.upto]).as_slice(), |r| r.get(0))
-            .optional()?;
-        if let Some(m) = found {
-            sum_at = m;
-            break;
-        }
-    }
-    let mut redacted = Vec::new();
-    for (seg, from, upto) in after(&segs, at) {
-        let mut stmt = conn.prepare_cached(REDACTED_IN)?;
-        let rows = stmt.query_map(named(&[&seg, &from, &upto]).as_slice(), |r| r.get(0))?;
-        for seq in rows {
-            redacted.push(seq?);
-        }
-    }
-    redacted.sort_unstable();
-    Ok(MirrorSums {
-        last_seq,
-        count,
-        total,
-        at: sum_at,
-        redacted,
-    })
-}
-
-/// A page of a history: messages with `seq > after`, oldest first, at most `limit`, across
-/// the chain.
-fn page(
-    conn: &Connection,
-    tenant: &str,
-    id: &str,
-    after: i64,
-    limit: u32,
-) -> Result<Vec<StoredMessage>, StoreError> {
-    let segs = chain(conn, tenant, id)?;
-    let mut out = Vec::new();
-    for seg in segs.iter().rev() {
-        let left = i64::from(limit) - out.len() as i64;
-        if left <= 0 {
-            break;
-        }
-        if seg.upto <= after {
-            continue;
-        }
-        let mut stmt = conn.prepare_cached(&page_upto_sql())?;
-        let mut rows = stmt.query(named(&[&seg.id, &after, &seg.upto, &left]).as_slice())?;
-        while let Some(row) = rows.next()? {
-            out.push(stored_message(row)?);
-        }
-    }
-    Ok(out)
 }
 
 /// The system messages of a history, oldest first: (seq, content).
@@ -220,24 +125,6 @@ fn compact(conn: &Connection) -> Result<(), StoreError> {
 impl ForkOps for SqliteStore {
     async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError> {
         self.read(|conn| chain(conn, c.tenant, c.id))
-    }
-
-    async fn forks_of(&self, c: Conv<'_>) -> Result<Vec<Conversation>, StoreError> {
-        self.read(|conn| forks(conn, c.tenant, c.id))
-    }
-
-    async fn mirror_sums_of(&self, c: Conv<'_>, at: i64) -> Result<MirrorSums, StoreError> {
-        self.read(|conn| mirror_sums(conn, c.tenant, c.id, at))
-    }
-
-    /// Along the chain of a fork, which also tells a missing conversation.
-    async fn page(
-        &self,
-        c: Conv<'_>,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
-        self.read(|conn| page(conn, c.tenant, c.id, after, limit))
     }
 
     /// On the writer connection, outside any transaction (VACUUM cannot run in one), on a

@@ -159,8 +159,9 @@ impl SqliteStore {
     }
 }
 
-/// A write transaction on the writer connection (`writer.rs` began it and ends it).
-struct SqliteTx<'c>(&'c mut rusqlite::Connection);
+/// A transaction: the writer's (`writer.rs` began it and ends it), or a read snapshot on a
+/// reader ([`Statements::snapshot`]).
+pub(super) struct SqliteTx<'c>(pub(super) &'c mut rusqlite::Connection);
 
 #[async_trait]
 impl Tx for SqliteTx<'_> {
@@ -186,7 +187,7 @@ impl Tx for SqliteTx<'_> {
 /// Runs a transaction's flow to its end at once, on the writer: [`SqliteTx`] answers every
 /// call without waiting, so the flow never waits either; one that did would hold the write
 /// lock on nothing, and is refused instead.
-fn run_now<R>(mut flow: BoxFuture<'_, Result<R, StoreError>>) -> Result<R, StoreError> {
+pub(super) fn run_now<R>(mut flow: BoxFuture<'_, Result<R, StoreError>>) -> Result<R, StoreError> {
     let mut cx = Context::from_waker(Waker::noop());
     match flow.as_mut().poll(&mut cx) {
         Poll::Ready(r) => r,
@@ -207,6 +208,15 @@ impl Statements for SqliteStore {
         self.writer
             .write(move |conn| run_now(work(&mut SqliteTx(conn))))
             .await
+    }
+
+    /// A deferred transaction on a reader: in WAL mode its first read fixes the snapshot
+    /// the rest see (the reader rolls it back when it is given back, whatever happened).
+    async fn snapshot<R: Send + 'static>(&self, work: Work<R>) -> Result<R, StoreError> {
+        let mut reader = self.conns.reader()?;
+        let conn = reader.conn_mut()?;
+        conn.execute_batch("BEGIN DEFERRED")?;
+        run_now(work(&mut SqliteTx(conn)))
     }
 
     fn lock_rows(&self) -> &'static str {

@@ -14,14 +14,15 @@ use recall_core::message::{Message, Role};
 use recall_core::policy::Policy;
 use recall_core::select::HistoryMessage;
 
-use super::conn::{conversation, message_columns, text, text_or_null, Connections};
+use super::conn::{message_columns, text, text_or_null, Connections};
 use super::forks::stable_rows;
 use super::SqliteStore;
 use crate::append_plan::contribution;
 use crate::codec::decode_message;
+use crate::conversations::conversation_row;
 use crate::driver::{Conv, WindowOps};
 use crate::error::StoreError;
-use crate::fork_plan::{stored_segments, Segment};
+use crate::fork_plan::Segment;
 use crate::model::Conversation;
 use crate::stable::{fold_stable, stable_key, StableRow, StableStart};
 use crate::window::{StableKey, StartFinder, Stop, Totals, WalkRow, Window, WindowBounds};
@@ -74,27 +75,9 @@ fn header(
     let Some(row) = rows.next()? else {
         return Err(StoreError::ConversationNotFound(id.to_string()));
     };
-    let conv = conversation(row)?;
-    let snap = Snapshot {
-        totals: Totals {
-            o200k: conv.total_tokens,
-            cl100k: row.get(13)?,
-            chars: row.get(14)?,
-            chars4: row.get(15)?,
-            cuts: row.get(16)?,
-        },
-        count: conv.message_count,
-        last_seq: conv.last_seq,
-        has_system: row.get::<_, bool>(20)? || row.get::<_, bool>(22)?,
-    };
-    let segs = stored_segments(
-        id,
-        conv.forked_from
-            .as_ref()
-            .map(|f| f.conversation_id.as_str()),
-        conv.forked_from.as_ref().map_or(0, |f| f.seq),
-        text_or_null(row, 21)?,
-    )?;
+    let conv = conversation_row(row)?;
+    let has_system = row.get::<_, bool>(20)? || row.get::<_, bool>(22)?;
+    let (snap, segs) = Snapshot::of_header(&conv, row, has_system, text_or_null(row, 21)?)?;
     let stored = match row.get::<_, Option<i64>>(17)? {
         Some(start_seq) => Some(StableRow {
             start_seq,
