@@ -51,7 +51,7 @@ pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes,
     Bytes::from_request(req, state).await.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(format!("request body is over the limit of {limit} bytes"))
-        } else if let Some(t) = crate::conn::body_timed_out(&e) {
+        } else if let Some(t) = body_timed_out(&e) {
             ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", t.to_string())
         } else {
             ApiError::malformed(format!("cannot read the request body: {e}"))
@@ -168,6 +168,23 @@ impl<S: Send + Sync> FromRequestParts<S> for ConversationId {
             .map(|Path(id)| ConversationId(id))
             .map_err(|e| ApiError::invalid(format!("invalid conversation id: {}", e.body_text())))
     }
+}
+
+/// The error of a request body that did not arrive in time (see [`body_timed_out`]).
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {0} s")]
+pub struct BodyTimedOut(pub u64);
+
+/// The [`BodyTimedOut`] somewhere in the chain of `error`'s sources, if any.
+fn body_timed_out<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a BodyTimedOut> {
+    let mut e: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(err) = e {
+        if let Some(t) = err.downcast_ref::<BodyTimedOut>() {
+            return Some(t);
+        }
+        e = err.source();
+    }
+    None
 }
 
 #[cfg(test)]

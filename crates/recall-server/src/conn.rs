@@ -48,6 +48,7 @@ use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep_until, Instant, Sleep};
 use tower_service::Service;
 
+use crate::body::BodyTimedOut;
 use crate::config::HttpLimits;
 use crate::guard::LocalAddr;
 
@@ -475,11 +476,6 @@ impl TimedBody {
     }
 }
 
-/// The error of a request body that did not arrive in time (see [`body_timed_out`]).
-#[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive within {0} s")]
-pub struct BodyTimedOut(pub u64);
-
 impl HttpBody for TimedBody {
     type Data = Bytes;
     type Error = BoxError;
@@ -505,20 +501,6 @@ impl HttpBody for TimedBody {
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
     }
-}
-
-/// The [`BodyTimedOut`] somewhere in the chain of `error`'s sources, if any.
-pub(crate) fn body_timed_out<'a>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a BodyTimedOut> {
-    let mut e: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(err) = e {
-        if let Some(t) = err.downcast_ref::<BodyTimedOut>() {
-            return Some(t);
-        }
-        e = err.source();
-    }
-    None
 }
 
 #[cfg(test)]
