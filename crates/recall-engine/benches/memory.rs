@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use common::convo::{self, Conversation, Question};
-use common::facts::Category;
+use common::plan::Category;
 use recall_core::context::ContextRequest;
 use recall_core::policy::{Count, Format, PolicyOverrides};
 use recall_core::recall::LexicalIndex;

@@ -4,8 +4,8 @@
 //! replies vary and are about as long as a chat assistant's. Filler states no fact a question
 //! asks about, but it uses the same everyday words (cities, dishes, work, travel, family).
 
-use super::convo::Deck;
-use super::facts::CITIES;
+use super::deck::Deck;
+use super::plan::CITIES;
 
 /// One filler topic: how the user asks, how a thread goes on, what the assistant says.
 struct Topic {

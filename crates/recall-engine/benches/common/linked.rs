@@ -2,8 +2,8 @@
 //! changes later (`Updated`), a date (`Time`), and words common across the conversation
 //! (`Distractor`). See `facts` for the categories and the plan a kind writes.
 
-use super::convo::Deck;
-use super::facts::{
+use super::deck::Deck;
+use super::plan::{
     after, early, plan, Category, Plan, Plant, Side, CAFES, CITIES, DAYS, FILMS, HOURS, MEN,
     MONTHS, WOMEN,
 };

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::convo::{Conversation, Question, Turn};
-use super::facts::Category;
+use super::plan::Category;
 
 /// The conversations of every `*.json` file in `dir`, in file-name order.
 pub fn load_dir(dir: &Path) -> Result<Vec<Conversation>, String> {

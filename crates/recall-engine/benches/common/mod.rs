@@ -3,6 +3,8 @@
 //!
 //! - `convo`: the conversation's shape (sessions, dates, turns), the placement of facts, their
 //!   distractors and the filler, and the questions with the turns that hold their evidence;
+//! - `deck`: the seeded draws every other part makes;
+//! - `plan`: what a fact kind writes (category, statements, question) and the value pools;
 //! - `facts`: the kinds of facts, each with its wording, later updates, distractors and the
 //!   question that asks for it (one category per kind);
 //! - `linked`: the kinds whose answer spans statements, changes, or hangs on a date;
@@ -11,6 +13,8 @@
 
 pub mod chatter;
 pub mod convo;
+pub mod deck;
 pub mod facts;
 pub mod linked;
 pub mod locomo;
+pub mod plan;
