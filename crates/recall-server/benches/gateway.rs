@@ -91,7 +91,8 @@ async fn run(name: &str, messages: Vec<recall_core::Message>, rounds: usize) {
         ..HttpConfig::anthropic()
     }
     .with_key("sk-upstream");
-    config.gateway.anthropic = Some(Arc::new(
+    let mut upstreams = recall_server::Upstreams::default();
+    upstreams.gateway.anthropic = Some(Arc::new(
         Upstream::new(Provider::Anthropic, &anthropic).unwrap(),
     ));
     config.limits.max_body_bytes = 64 << 20;
@@ -122,9 +123,14 @@ async fn run(name: &str, messages: Vec<recall_core::Message>, rounds: usize) {
             .await
             .unwrap();
     }
-    let running = start(engine.clone(), config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let running = start(
+        engine.clone(),
+        config,
+        upstreams,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let base = format!("http://{}", running.addr);
     let client = reqwest::Client::new();
     let (mut added, mut via, mut direct, mut diff) = (vec![], vec![], vec![], vec![]);

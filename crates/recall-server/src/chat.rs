@@ -177,7 +177,7 @@ async fn start_turn_of(
     kind: TurnKind,
 ) -> Result<(RunningTurn, Report), ApiError> {
     let o = body.options;
-    let (name, backend) = state.inner.config.backends.pick(o.backend.as_deref())?;
+    let (name, backend) = state.inner.upstreams.backends.pick(o.backend.as_deref())?;
     let model = o.model.clone();
     let turn = ChatTurn {
         content: body.content,

@@ -60,7 +60,7 @@ pub async fn compact(
     let (name, backend, default_model) = match (b.backend.as_deref(), state.engine().summarizer()) {
         (None, Some((backend, model))) => (backend.name().to_string(), backend, model),
         (name, _) => {
-            let (n, backend) = state.inner.config.backends.pick(name)?;
+            let (n, backend) = state.inner.upstreams.backends.pick(name)?;
             (n, backend, None)
         }
     };

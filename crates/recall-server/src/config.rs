@@ -259,7 +259,8 @@ pub fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// Everything the server needs besides the engine.
+/// The server's settings (what a config file and the command line give); the live
+/// clients it talks to are [`crate::Upstreams`], passed beside it.
 #[derive(Debug, Clone, Default)]
 pub struct ServerConfig {
     pub limits: HttpLimits,
@@ -269,10 +270,6 @@ pub struct ServerConfig {
     /// No authentication: every request acts as the default tenant. Only allowed on a
     /// loopback address.
     pub no_auth: bool,
-    /// Chat backends by name (none: the chat routes answer 503).
-    pub backends: crate::upstreams::Backends,
-    /// The gateway's upstreams (none: its routes answer 503) and new conversations' policy.
-    pub gateway: crate::upstreams::Gateway,
     /// Serve the web app's files from this folder, read at each request, instead of the
     /// copy embedded in the binary (for working on the page; `RECALL_WEB_DIR` in the CLI).
     pub web_dir: Option<std::path::PathBuf>,
@@ -286,8 +283,6 @@ impl ServerConfig {
             rate_limit: cfg.rate_limit,
             keys: cfg.keys.clone(),
             no_auth: false,
-            backends: crate::upstreams::Backends::default(),
-            gateway: crate::upstreams::Gateway::new(),
             web_dir: None,
         }
     }

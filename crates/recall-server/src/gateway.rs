@@ -75,7 +75,7 @@ async fn handle(
     };
     // A configuration problem, not a passing one: a 404 (`not_found_error`), which the
     // providers' SDKs do not retry, where a 503 made them retry twice before raising.
-    let Some(upstream) = state.inner.config.gateway.upstream(provider).cloned() else {
+    let Some(upstream) = state.inner.upstreams.gateway.upstream(provider).cloned() else {
         return fail(ApiError::new(
             StatusCode::NOT_FOUND,
             "no_upstream",
@@ -110,7 +110,7 @@ async fn handle(
                 provider,
                 conversation,
                 body,
-                new_policy: state.inner.config.gateway.policy.clone(),
+                new_policy: state.inner.upstreams.gateway.policy.clone(),
                 // The limit the context route answers 413 with, applied to what is forwarded.
                 max_context_bytes: Some(state.inner.config.limits.max_context_bytes),
             },

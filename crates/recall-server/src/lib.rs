@@ -8,9 +8,10 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use recall_server::{start, ServerConfig};
+//! use recall_server::{start, ServerConfig, Upstreams};
 //! let engine = recall_engine::Engine::open("/tmp/recall.db", Default::default()).await?;
-//! let server = start(engine, ServerConfig::default(), "127.0.0.1:0".parse()?).await?;
+//! // No chat backend and no gateway upstream: those routes answer 503.
+//! let server = start(engine, ServerConfig::default(), Upstreams::default(), "127.0.0.1:0".parse()?).await?;
 //! println!("listening on {}", server.addr);
 //! server.shutdown().await?;
 //! # Ok(()) }
@@ -59,7 +60,7 @@ pub use auth::{create_key, hash_key, Auth, Tenant};
 pub use config::{ConfigError, ConfigKey, FileConfig, HttpLimits, RateLimit, ServerConfig};
 pub use error::ApiError;
 pub use state::AppState;
-pub use upstreams::{default_policy, Backends, Gateway};
+pub use upstreams::{default_policy, Backends, Gateway, Upstreams};
 
 /// The request id header, taken from the client when it sends a sane one.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -250,13 +251,14 @@ pub async fn bind(addr: SocketAddr, config: &ServerConfig) -> Result<TcpListener
 pub async fn start(
     engine: Engine,
     config: ServerConfig,
+    upstreams: Upstreams,
     addr: SocketAddr,
 ) -> Result<RunningServer, ServerError> {
     let listener = bind(addr, &config).await?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
     let limits = config.limits;
-    let app = router(AppState::new(engine, config));
+    let app = router(AppState::new(engine, config, upstreams));
     let task = tokio::spawn(conn::serve(listener, app, limits, async {
         let _ = stopped.await;
     }));
@@ -274,6 +276,7 @@ pub async fn serve(
     listener: TcpListener,
     engine: Engine,
     config: ServerConfig,
+    upstreams: Upstreams,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     if config.no_auth {
@@ -283,7 +286,7 @@ pub async fn serve(
     }
     config.limits.check()?;
     let limits = config.limits;
-    let app = router(AppState::new(engine, config));
+    let app = router(AppState::new(engine, config, upstreams));
     conn::serve(listener, app, limits, shutdown).await?;
     Ok(())
 }

@@ -37,7 +37,7 @@ pub(crate) fn route(state: &AppState) -> MethodRouter<AppState> {
             loopback_hosts_only: false,
         },
     )
-    .with_backend(config.backends.default_backend());
+    .with_backend(state.inner.upstreams.backends.default_backend());
     any(
         move |Extension(Tenant(tenant)): Extension<Tenant>, req: Request| {
             let endpoint = endpoint.clone();

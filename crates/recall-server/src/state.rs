@@ -8,6 +8,7 @@ use recall_engine::Engine;
 
 use crate::auth::Auth;
 use crate::config::ServerConfig;
+use crate::upstreams::Upstreams;
 use crate::{metrics, rate};
 
 /// Shared by every handler.
@@ -20,13 +21,15 @@ pub(crate) struct Inner {
     pub(crate) engine: Engine,
     pub(crate) auth: Auth,
     pub(crate) config: ServerConfig,
+    pub(crate) upstreams: Upstreams,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) rate: rate::RateLimiter,
 }
 
 impl AppState {
-    /// State for `engine` under `config` (keys from the config, then the database).
-    pub fn new(engine: Engine, config: ServerConfig) -> AppState {
+    /// State for `engine` under `config` (keys from the config, then the database), talking
+    /// to `upstreams`.
+    pub fn new(engine: Engine, config: ServerConfig, upstreams: Upstreams) -> AppState {
         let auth = if config.no_auth {
             Auth::Disabled
         } else {
@@ -38,6 +41,7 @@ impl AppState {
                 auth,
                 rate: rate::RateLimiter::new(config.rate_limit),
                 config,
+                upstreams,
                 metrics: metrics::Metrics::default(),
             }),
         }

@@ -1,7 +1,7 @@
 //! What a server talks to besides its database, made once at start-up: the chat backends
 //! (`/chat`, `/retry`, `/edit`, the WebSocket, compaction) and the gateway's upstream
-//! providers. A leaf module: the configuration holds these without importing the handlers
-//! that use them.
+//! providers. These are live clients, not settings: they travel beside `ServerConfig`
+//! (which a config file fills) as [`Upstreams`], and the shared state holds both.
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,6 +12,16 @@ use recall_engine::llm::proxy::Upstream;
 use recall_engine::llm::Backend;
 
 use crate::error::ApiError;
+
+/// The live parts a server is started with besides its engine: none by default (the chat
+/// and gateway routes then answer 503).
+#[derive(Debug, Clone, Default)]
+pub struct Upstreams {
+    /// Chat backends by name (none: the chat routes answer 503).
+    pub backends: Backends,
+    /// The gateway's upstreams (none: its routes answer 503) and new conversations' policy.
+    pub gateway: Gateway,
+}
 
 /// The chat backends a server offers, by name; the first is the default.
 #[derive(Clone, Default)]

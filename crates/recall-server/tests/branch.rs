@@ -10,9 +10,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{server_with, Backend, Server, TENANT_A};
+use common::{server_upstreams, server_with, Backend, Server, TENANT_A};
 use recall_engine::llm::{AnthropicBackend, HttpConfig, RetryPolicy};
-use recall_server::Backends;
+use recall_server::{Backends, Upstreams};
 use recall_testkit::{anthropic, FakeServer, Reply};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -30,10 +30,11 @@ async fn chat_server(fake: &FakeServer, db: Backend) -> Option<Server> {
     c.base_url = fake.base_url();
     c.retry = RetryPolicy::none();
     let backend = Arc::new(AnthropicBackend::new(c).unwrap());
-    server_with(db, move |cfg| {
-        cfg.backends = Backends::default().with("anthropic", backend);
-    })
-    .await
+    let upstreams = Upstreams {
+        backends: Backends::default().with("anthropic", backend),
+        ..Upstreams::default()
+    };
+    server_upstreams(db, upstreams, |_| {}).await
 }
 
 fn sse_events(body: &str) -> Vec<(String, Value)> {

@@ -10,10 +10,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{server_with, Backend, Server, TENANT_A};
+use common::{server_upstreams, server_with, Backend, Server, TENANT_A};
 use futures::{SinkExt, StreamExt};
 use recall_engine::llm::{AnthropicBackend, HttpConfig, RetryPolicy};
-use recall_server::Backends;
+use recall_server::{Backends, Upstreams};
 use recall_testkit::{anthropic, FakeServer, Part, Reply};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -43,11 +43,11 @@ async fn chat_server_with(
     c.base_url = fake.base_url();
     c.retry = RetryPolicy::none();
     let backend = Arc::new(AnthropicBackend::new(c).expect("backend"));
-    server_with(db, move |cfg| {
-        cfg.backends = Backends::default().with("anthropic", backend);
-        adjust(cfg);
-    })
-    .await
+    let upstreams = Upstreams {
+        backends: Backends::default().with("anthropic", backend),
+        ..Upstreams::default()
+    };
+    server_upstreams(db, upstreams, adjust).await
 }
 
 /// Parses a whole SSE body into (event, data) pairs.

@@ -13,9 +13,9 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::{server, server_with, Backend, Server};
+use common::{server, server_upstreams, Backend, Server};
 use recall_engine::llm::{AnthropicBackend, HttpConfig, RetryPolicy};
-use recall_server::Backends;
+use recall_server::{Backends, Upstreams};
 use recall_testkit::{anthropic, FakeServer, Reply};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -48,10 +48,11 @@ async fn with_summariser(fake: &FakeServer, db: Backend) -> Option<Server> {
     c.base_url = fake.base_url();
     c.retry = RetryPolicy::none();
     let backend = Arc::new(AnthropicBackend::new(c).unwrap());
-    server_with(db, move |cfg| {
-        cfg.backends = Backends::default().with("anthropic", backend);
-    })
-    .await
+    let upstreams = Upstreams {
+        backends: Backends::default().with("anthropic", backend),
+        ..Upstreams::default()
+    };
+    server_upstreams(db, upstreams, |_| {}).await
 }
 
 const POLICY: &str = r#"{"max_tokens": 700, "trim": "stable", "summary_tokens": 200}"#;

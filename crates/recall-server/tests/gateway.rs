@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{server_with, Backend, Server, TENANT_A};
+use common::{server_upstreams, server_with, Backend, Server, TENANT_A};
 use recall_core::gateway::Provider;
 use recall_engine::llm::proxy::Upstream;
 use recall_engine::llm::HttpConfig;
@@ -19,7 +19,9 @@ use serde_json::{json, Value};
 async fn gateway() -> (Server, FakeProvider) {
     let fake = FakeProvider::start().await;
     let base = fake.base_url();
-    let server = server_with(Backend::Sqlite, move |c| {
+    let mut upstreams = recall_server::Upstreams::default();
+    {
+        let c = &mut upstreams;
         let anthropic = HttpConfig {
             base_url: base.clone(),
             ..HttpConfig::anthropic()
@@ -33,9 +35,10 @@ async fn gateway() -> (Server, FakeProvider) {
             Upstream::new(Provider::Anthropic, &anthropic).unwrap(),
         ));
         c.gateway.openai = Some(Arc::new(Upstream::new(Provider::OpenAi, &openai).unwrap()));
-    })
-    .await
-    .unwrap();
+    }
+    let server = server_upstreams(Backend::Sqlite, upstreams, |_| {})
+        .await
+        .unwrap();
     (server, fake)
 }
 
@@ -410,8 +413,9 @@ async fn gateway_to(
 ) -> Option<(Server, recall_testkit::FakeServer)> {
     let fake = recall_testkit::FakeServer::start(handler).await;
     let base = fake.base_url();
-    let server = server_with(backend, move |c| {
-        c.limits = limits;
+    let mut upstreams = recall_server::Upstreams::default();
+    {
+        let c = &mut upstreams;
         let anthropic = HttpConfig {
             base_url: base.clone(),
             ..HttpConfig::anthropic()
@@ -426,8 +430,8 @@ async fn gateway_to(
             Upstream::new(Provider::Anthropic, &anthropic).unwrap(),
         ));
         c.gateway.openai = Some(Arc::new(Upstream::new(Provider::OpenAi, &openai).unwrap()));
-    })
-    .await?;
+    }
+    let server = server_upstreams(backend, upstreams, move |c| c.limits = limits).await?;
     Some((server, fake))
 }
 

@@ -37,9 +37,14 @@ async fn no_auth_server() -> NoAuth {
         no_auth: true,
         ..Default::default()
     };
-    let running = recall_server::start(engine.clone(), config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let running = recall_server::start(
+        engine.clone(),
+        config,
+        Default::default(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     NoAuth {
         addr: running.addr,
         base: format!("http://{}", running.addr),
@@ -1008,9 +1013,14 @@ async fn zero_limits_are_refused_at_start() {
         .unwrap();
     let mut config = recall_server::ServerConfig::default();
     config.limits.max_connections = 0;
-    let err = recall_server::start(engine, config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .err()
-        .expect("refused");
+    let err = recall_server::start(
+        engine,
+        config,
+        Default::default(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .err()
+    .expect("refused");
     assert!(err.to_string().contains("max_connections"), "{err}");
 }

@@ -1050,14 +1050,24 @@ async fn no_auth_is_loopback_only() {
         no_auth: true,
         ..Default::default()
     };
-    let err = recall_server::start(engine.clone(), config.clone(), "0.0.0.0:0".parse().unwrap())
-        .await
-        .err()
-        .expect("refused on 0.0.0.0");
+    let err = recall_server::start(
+        engine.clone(),
+        config.clone(),
+        Default::default(),
+        "0.0.0.0:0".parse().unwrap(),
+    )
+    .await
+    .err()
+    .expect("refused on 0.0.0.0");
     assert!(err.to_string().contains("loopback"), "{err}");
-    let running = recall_server::start(engine.clone(), config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let running = recall_server::start(
+        engine.clone(),
+        config,
+        Default::default(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let base = format!("http://{}", running.addr);
     // A body not declared JSON is refused (a browser's cross-site form or text/plain POST).
     let res = reqwest::Client::new()

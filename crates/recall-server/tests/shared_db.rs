@@ -26,9 +26,14 @@ async fn two_servers_append_to_one_conversation(b: Backend) {
         }],
         ..Default::default()
     };
-    let second = recall_server::start(engine2, config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .expect("second server");
+    let second = recall_server::start(
+        engine2,
+        config,
+        Default::default(),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .expect("second server");
     let bases = [s.base.clone(), format!("http://{}", second.addr)];
     let id = s.new_conversation(&s.key_a, json!({})).await;
 

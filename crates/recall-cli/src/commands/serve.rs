@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use recall_server::{Backends, FileConfig, ServerConfig, ServerError};
+use recall_server::{Backends, FileConfig, ServerConfig, ServerError, Upstreams};
 use serde_json::json;
 
 use crate::cli::{KeysCommand, ServeArgs};
@@ -91,8 +91,10 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut config = ServerConfig::from_file(&file);
     config.no_auth = a.no_auth;
     config.web_dir = a.web_dir.clone();
-    config.backends = backends_from_env()?;
-    config.gateway = gateway_from_env()?;
+    let upstreams = Upstreams {
+        backends: backends_from_env()?,
+        gateway: gateway_from_env()?,
+    };
     init_logging(&a.log_format)?;
 
     let url = db::resolve(a.db.as_deref().or(file.db.as_deref()))?;
@@ -105,13 +107,13 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     // whose policy has `summarize` on and whose window moved, and for `POST …/compact`
     // naming no backend.
     let summariser = match a.summary_backend.as_deref() {
-        Some(name) => Some(config.backends.get(name).ok_or_else(|| {
+        Some(name) => Some(upstreams.backends.get(name).ok_or_else(|| {
             bad_input(format!(
                 "--summary-backend {name}: this server has no such backend (it has: {})",
-                config.backends.names().join(", ")
+                upstreams.backends.names().join(", ")
             ))
         })?),
-        None => config.backends.default_backend(),
+        None => upstreams.backends.default_backend(),
     };
     if let Some(b) = summariser {
         engine = engine.with_summarizer(b, a.summary_model.clone());
@@ -144,21 +146,21 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if config.backends.is_empty() {
+    if upstreams.backends.is_empty() {
         eprintln!(
             "note: no chat backend, so /chat and /ws answer 503; to have one, {}",
             recall_engine::llm::discover::HOW_TO_CONFIGURE
         );
     } else {
-        eprintln!("chat backends: {}", config.backends.names().join(", "));
+        eprintln!("chat backends: {}", upstreams.backends.names().join(", "));
     }
-    let upstreams: Vec<&str> = [
-        config
+    let providers: Vec<&str> = [
+        upstreams
             .gateway
             .anthropic
             .as_ref()
             .map(|_| "anthropic (/anthropic/v1/messages)"),
-        config
+        upstreams
             .gateway
             .openai
             .as_ref()
@@ -167,13 +169,13 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     .into_iter()
     .flatten()
     .collect();
-    if upstreams.is_empty() {
+    if providers.is_empty() {
         eprintln!(
             "note: no gateway upstream, so /anthropic and /openai answer 503; set \
              ANTHROPIC_API_KEY or OPENAI_BASE_URL to have one"
         );
     } else {
-        eprintln!("gateway: {}", upstreams.join(", "));
+        eprintln!("gateway: {}", providers.join(", "));
     }
     let durable = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         String::new()
@@ -184,9 +186,15 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         "recall listening on http://{local} (database {}{durable})",
         db::redact(&url)
     );
-    recall_server::serve(listener, engine, config, recall_server::shutdown_signal())
-        .await
-        .context("the server stopped with an error")?;
+    recall_server::serve(
+        listener,
+        engine,
+        config,
+        upstreams,
+        recall_server::shutdown_signal(),
+    )
+    .await
+    .context("the server stopped with an error")?;
     // Not eprintln!: stderr may be gone by now, and the shutdown was clean.
     let _ = writeln!(std::io::stderr(), "recall stopped");
     Ok(ExitCode::SUCCESS)

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use recall_engine::Engine;
-use recall_server::{start, ConfigKey, RunningServer, ServerConfig};
+use recall_server::{start, ConfigKey, RunningServer, ServerConfig, Upstreams};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -52,6 +52,15 @@ pub async fn server_with(
     backend: Backend,
     adjust: impl FnOnce(&mut ServerConfig),
 ) -> Option<Server> {
+    server_upstreams(backend, Upstreams::default(), adjust).await
+}
+
+/// [`server_with`] talking to `upstreams` (chat backends, gateway providers).
+pub async fn server_upstreams(
+    backend: Backend,
+    upstreams: Upstreams,
+    adjust: impl FnOnce(&mut ServerConfig),
+) -> Option<Server> {
     let (url, db) = match backend {
         Backend::Sqlite => {
             let dir = tempfile::tempdir().expect("temp dir");
@@ -78,9 +87,14 @@ pub async fn server_with(
     let (key_b, _) = recall_server::create_key(engine.store().as_ref(), TENANT_B, None)
         .await
         .expect("create key");
-    let running = start(engine.clone(), config, "127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("start server");
+    let running = start(
+        engine.clone(),
+        config,
+        upstreams,
+        "127.0.0.1:0".parse().expect("addr"),
+    )
+    .await
+    .expect("start server");
     Some(Server {
         base: format!("http://{}", running.addr),
         engine,
