@@ -404,6 +404,30 @@ async fn idempotent_client_ids(s: &dyn Store) {
     assert_eq!(r, fresh(5..=6));
 }
 
+/// A batch of more client ids than one lookup statement holds (1,000 a statement, each id
+/// also looked up as a redaction would have left it): the first append stores every message,
+/// its retry stores none and answers every seq.
+async fn many_client_ids_in_one_batch(s: &dyn Store) {
+    let id = new_conv(s).await;
+    let batch = |n: usize| -> Vec<NewMessage> {
+        (0..n)
+            .map(|i| with_id(user(&format!("message {i}")), &format!("bulk-{i}")))
+            .collect()
+    };
+    let first = s.append(T, &id, batch(1_200)).await.unwrap();
+    assert_eq!(first, fresh(1..=1_200));
+    let retry = s.append(T, &id, batch(1_200)).await.unwrap();
+    assert!(retry.iter().all(|a| a.duplicate), "a retry stores nothing");
+    assert_eq!(
+        retry.iter().map(|a| a.seq).collect::<Vec<_>>(),
+        (1..=1_200).collect::<Vec<i64>>()
+    );
+    assert_eq!(
+        s.get_conversation(T, &id).await.unwrap().message_count,
+        1_200
+    );
+}
+
 /// Asserts a conflict on message `index` of a batch, for `client_id` stored (or planned) as
 /// `seq`.
 fn assert_conflict<T: std::fmt::Debug>(
@@ -1640,6 +1664,7 @@ suite!(
     clear_conversation,
     append_single_and_batch,
     idempotent_client_ids,
+    many_client_ids_in_one_batch,
     client_id_conflicts,
     message_paging,
     update_message,

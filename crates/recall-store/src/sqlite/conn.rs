@@ -184,6 +184,30 @@ pub(super) fn named<'a>(
     NAMES.iter().copied().zip(values.iter().copied()).collect()
 }
 
+/// Binds `values` to `stmt` as its parameters `$1`… by name (as [`named`], but any number of
+/// them: the client-id lookup binds up to `IDS_PER_LOOKUP + 1`). A value whose `$N` the
+/// statement does not hold is an error, never dropped.
+pub(super) fn bind_all(
+    stmt: &mut rusqlite::Statement<'_>,
+    values: &[&dyn rusqlite::ToSql],
+) -> Result<(), StoreError> {
+    for (i, v) in values.iter().enumerate() {
+        let owned;
+        let name = match NAMES.get(i) {
+            Some(n) => *n,
+            None => {
+                owned = format!("${}", i + 1);
+                owned.as_str()
+            }
+        };
+        let at = stmt.parameter_index(name)?.ok_or_else(|| {
+            StoreError::Internal(format!("the statement has no parameter {name}"))
+        })?;
+        stmt.raw_bind_parameter(at, v)?;
+    }
+    Ok(())
+}
+
 /// A text column, borrowed from the row.
 pub(super) fn text<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str, StoreError> {
     row.get_ref(i)?
@@ -266,7 +290,8 @@ pub(super) fn each_row(
 ) -> Result<(), StoreError> {
     let values: Vec<&dyn rusqlite::ToSql> = params.iter().map(|p| p as _).collect();
     let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query(named(&values).as_slice())?;
+    bind_all(&mut stmt, &values)?;
+    let mut rows = stmt.raw_query();
     while let Some(row) = rows.next()? {
         each(row)?;
     }

@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 use super::append::running;
-use super::conn::named;
+use super::conn::{bind_all, named};
 use crate::error::StoreError;
 use crate::stable::StableRow;
 use crate::statements::SAVE_STABLE_WINDOW;
@@ -41,5 +41,7 @@ pub(super) fn execute(
     sql: &str,
     values: &[&dyn rusqlite::ToSql],
 ) -> Result<u64, StoreError> {
-    Ok(tx.prepare_cached(sql)?.execute(named(values).as_slice())? as u64)
+    let mut stmt = tx.prepare_cached(sql)?;
+    bind_all(&mut stmt, values)?;
+    Ok(stmt.raw_execute()? as u64)
 }
