@@ -2,7 +2,8 @@
 //! page asks for one; every API call it makes is authenticated like any other client's).
 //!
 //! The page is plain HTML, CSS and JavaScript modules (`crates/recall-server/web/`: `app.js`
-//! imports one module per screen or concern), with nothing to
+//! imports one module per screen or concern; modules import downward only, and the few calls
+//! that go up a layer go through `hooks.js`), with nothing to
 //! build and nothing fetched from elsewhere: the Content-Security-Policy below allows only this
 //! server's own scripts, styles and API, so even a message that slipped past the page's own
 //! escaping could not run a script or send data anywhere. `ServerConfig::web_dir` serves the
@@ -56,6 +57,11 @@ const ASSETS: &[Asset] = &[
         name: "dom.js",
         media_type: "text/javascript; charset=utf-8",
         bytes: include_bytes!("../web/dom.js"),
+    },
+    Asset {
+        name: "hooks.js",
+        media_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../web/hooks.js"),
     },
     Asset {
         name: "api.js",

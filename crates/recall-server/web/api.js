@@ -1,7 +1,7 @@
 // recall web app: The API client: every call with the key, errors typed.
 
 import { enc } from './dom.js';
-import { onUnauthorized } from './shell.js';
+import { hooks } from './hooks.js';
 import { state } from './state.js';
 
 export class ApiError extends Error {
@@ -49,7 +49,7 @@ export async function api(method, path, body, opts = {}) {
   if (res.status === 204) return null;
   if (!res.ok) {
     const err = await errorOf(res);
-    if (err.status === 401 && !opts.quiet401) onUnauthorized(err);
+    if (err.status === 401 && !opts.quiet401) hooks.onUnauthorized(err);
     throw err;
   }
   return res.json();

@@ -5,9 +5,9 @@ import { autosize, onComposerKey, openEditor, renderNotice, retryReply, sendMess
 import { ROLE_LABEL, hasToolResult, renderContent } from './content.js';
 import { clearConversation, deleteConversation, renameConversation } from './dialogs.js';
 import { h, plural } from './dom.js';
+import { hooks, provide } from './hooks.js';
 import { hideInspector, loadInspector } from './inspector.js';
 import { createConversation, titleOf } from './list.js';
-import { go } from './shell.js';
 import { ID_RE, MAX_RENDERED, PAGE, state, ui } from './state.js';
 
 export function renderPlaceholder() {
@@ -383,7 +383,7 @@ export function applyAlt(seq) {
     const target = list[i] && list[i].conversation_id;
     if (!target || !ID_RE.test(target)) return;
     state.focusAfterOpen = { branchNav: which, seq };
-    go(`#/c/${target}/m/${seq}`);
+    hooks.go(`#/c/${target}/m/${seq}`);
   };
   const prev = h('button', {
     type: 'button', class: 'btn btn-small btn-icon', 'data-testid': 'branch-prev',
@@ -403,3 +403,5 @@ export function applyAlt(seq) {
     (b.disabled ? (which === 'prev' ? next : prev) : b).focus();
   }
 }
+
+provide({ anchorOf, findItemEl, loadBranchInfo, renderMessage, scrollToBottom, setItems, updateChatHeader, updateInspectLink });

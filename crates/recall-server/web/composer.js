@@ -1,12 +1,11 @@
 // recall web app: The composer and a streamed turn (SSE).
 
 import { api, authHeaders, convUrl, errorOf, fetchRange } from './api.js';
-import { anchorOf, findItemEl, loadBranchInfo, renderMessage, scrollToBottom, setItems, updateChatHeader, updateInspectLink } from './chat.js';
 import { hasToolResult, renderContent, textOf } from './content.js';
 import { announce, h } from './dom.js';
+import { hooks, provide } from './hooks.js';
 import { loadInspector } from './inspector.js';
 import { loadConversations, upsertConv } from './list.js';
-import { onUnauthorized } from './shell.js';
 import { ID_RE, PAGE, state, ui } from './state.js';
 
 export function autosize() {
@@ -145,7 +144,7 @@ export async function runTurn(opts) {
   renderNotice();
   let userEl = null;
   if (opts.userText != null) {
-    userEl = renderMessage({ seq: null, status: 'complete', message: { role: 'user', content: opts.userText } });
+    userEl = hooks.renderMessage({ seq: null, status: 'complete', message: { role: 'user', content: opts.userText } });
     userEl.classList.add('pending');
     ui.items.append(userEl);
   }
@@ -169,7 +168,7 @@ export async function runTurn(opts) {
     });
     if (!res.ok) {
       const err = await errorOf(res);
-      if (err.status === 401) onUnauthorized(err);
+      if (err.status === 401) hooks.onUnauthorized(err);
       throw err;
     }
     await readSse(res.body, (ev, data) => onTurnEvent(s, ev, data));
@@ -234,7 +233,7 @@ export function onTurnEvent(s, ev, data) {
         history.pushState(null, '', '#/c/' + id);
         state.route = { view: state.route.view === 'inspect' ? 'inspect' : 'chat', id, seq: null };
         if (state.route.view === 'inspect') history.replaceState(null, '', `#/c/${id}/inspect`);
-        updateInspectLink();
+        hooks.updateInspectLink();
         announce('Started a new branch');
       }
       break;
@@ -331,7 +330,7 @@ export async function finishTurn(s) {
   chat.turnError = err;
   renderNotice();
   updateReserve();
-  if (chat.pinned) scrollToBottom();
+  if (chat.pinned) hooks.scrollToBottom();
   if (err) announce('The reply failed: ' + err.message);
   else if (!s.stopped) {
     const text = s.parts.filter((p) => p.type === 'text').map((p) => p.text).join(' ').trim();
@@ -341,7 +340,7 @@ export async function finishTurn(s) {
     autoTitle(chat, s.opts.userText);
   }
   if (s.forkedTo) loadConversations(); else if (chat.conv) upsertConv(chat.conv);
-  loadBranchInfo(chat);
+  hooks.loadBranchInfo(chat);
   if (state.route.view === 'inspect') loadInspector();
 }
 
@@ -350,7 +349,7 @@ export async function autoTitle(chat, text) {
   if (!t) return;
   try {
     const c = await api('PATCH', convUrl(chat.id), { title: t });
-    if (state.chat === chat) { chat.conv = Object.assign({}, chat.conv, c); updateChatHeader(); }
+    if (state.chat === chat) { chat.conv = Object.assign({}, chat.conv, c); hooks.updateChatHeader(); }
     upsertConv(c);
   } catch (_) { /* a title is a nicety */ }
 }
@@ -360,21 +359,21 @@ export async function reloadItems(chat) {
   const conv = await api('GET', convUrl(chat.id));
   if (state.chat !== chat) return;
   chat.conv = conv;
-  updateChatHeader();
+  hooks.updateChatHeader();
   const after = Math.max(0, conv.last_seq - PAGE);
   const msgs = await fetchRange(chat.id, after, Infinity, PAGE);
   if (state.chat !== chat) return;
   const box = ui.messages;
   const wasPinned = chat.pinned;
   const anchorSeq = (() => {
-    const a = anchorOf();
+    const a = hooks.anchorOf();
     return a && a.el.dataset.seq ? { seq: a.el.dataset.seq, off: a.off } : null;
   })();
   const reserveSeq = chat.reserveFrom && chat.reserveFrom.dataset ? chat.reserveFrom.dataset.seq : null;
   chat.atStart = after === 0 || msgs.length === 0 || msgs[0].seq > after + 1;
   chat.atEnd = true;
-  setItems(msgs);
-  chat.reserveFrom = reserveSeq ? findItemEl(reserveSeq) : null;
+  hooks.setItems(msgs);
+  chat.reserveFrom = reserveSeq ? hooks.findItemEl(reserveSeq) : null;
   if (!chat.reserveFrom && msgs.length) {
     // The newest user message and its reply keep the reserved space.
     for (let i = chat.items.length - 1; i >= 0; i--) {
@@ -384,7 +383,7 @@ export async function reloadItems(chat) {
   updateReserve();
   if (wasPinned) box.scrollTop = box.scrollHeight;
   else if (anchorSeq) {
-    const el = findItemEl(anchorSeq.seq);
+    const el = hooks.findItemEl(anchorSeq.seq);
     if (el) box.scrollTop = el.offsetTop - anchorSeq.off;
   }
 }
@@ -421,3 +420,5 @@ export function renderNotice() {
   }
   ui.notice.replaceChildren();
 }
+
+provide({ reloadItems, renderNotice });

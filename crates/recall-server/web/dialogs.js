@@ -1,12 +1,10 @@
 // recall web app: Dialogs: rename, delete, clear, alerts.
 
 import { api, convUrl } from './api.js';
-import { updateChatHeader } from './chat.js';
-import { reloadItems, renderNotice } from './composer.js';
 import { $, announce, h, plural } from './dom.js';
+import { hooks, provide } from './hooks.js';
 import { loadInspector } from './inspector.js';
 import { loadConversations, removeConv, titleOf, upsertConv } from './list.js';
-import { go } from './shell.js';
 import { state } from './state.js';
 
 export function openModal(build, focusSel) {
@@ -54,7 +52,7 @@ export function renameConversation() {
       const v = input.value.trim();
       try {
         const c = await api('PATCH', convUrl(chat.id), { title: v || null });
-        if (state.chat === chat) { chat.conv = Object.assign({}, chat.conv, c); updateChatHeader(); }
+        if (state.chat === chat) { chat.conv = Object.assign({}, chat.conv, c); hooks.updateChatHeader(); }
         upsertConv(c);
         announce('Renamed');
         close(true);
@@ -100,7 +98,7 @@ export function deleteConversation() {
   const done = (id) => {
     removeConv(id);
     announce('Conversation deleted');
-    go('#/');
+    hooks.go('#/');
     loadConversations();
   };
   confirmAction({
@@ -124,8 +122,8 @@ export function clearConversation() {
       await api('POST', `${convUrl(chat.id)}/clear`);
       if (state.chat === chat) {
         chat.turnError = null;
-        await reloadItems(chat);
-        renderNotice();
+        await hooks.reloadItems(chat);
+        hooks.renderNotice();
         if (chat.conv) upsertConv(chat.conv);
         if (state.route.view === 'inspect') loadInspector();
       }
@@ -133,3 +131,5 @@ export function clearConversation() {
     },
   });
 }
+
+provide({ alertDialog });

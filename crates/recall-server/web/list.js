@@ -2,9 +2,8 @@
 
 import { api } from './api.js';
 import { ROLE_LABEL } from './content.js';
-import { alertDialog } from './dialogs.js';
 import { announce, h, num, plural } from './dom.js';
-import { go } from './shell.js';
+import { hooks } from './hooks.js';
 import { state, ui } from './state.js';
 
 export async function loadConversations() {
@@ -83,10 +82,10 @@ export async function createConversation() {
     const c = await api('POST', '/v1/conversations', {});
     upsertConv(c);
     state.focusAfterOpen = { composer: true };
-    go('#/c/' + c.id);
+    hooks.go('#/c/' + c.id);
     announce('New conversation created');
   } catch (e) {
-    if (e.status !== 401) alertDialog('Could not create a conversation', e.message);
+    if (e.status !== 401) hooks.alertDialog('Could not create a conversation', e.message);
   }
 }
 

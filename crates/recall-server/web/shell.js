@@ -4,6 +4,7 @@ import { errorOf } from './api.js';
 import { openConversation, renderPlaceholder, scrollToSeq, updateInspectLink } from './chat.js';
 import { stopStream, updateReserve } from './composer.js';
 import { $, h } from './dom.js';
+import { provide } from './hooks.js';
 import { hideInspector, showInspector } from './inspector.js';
 import { createConversation, loadConversations, renderConvList, runSearch } from './list.js';
 import { link } from './markdown.js';
@@ -232,3 +233,5 @@ export function go(hash) {
   if (location.hash === hash) route(true);
   else location.hash = hash;
 }
+
+provide({ go, onUnauthorized });

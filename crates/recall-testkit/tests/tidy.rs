@@ -4,6 +4,8 @@
 //! - every source file (`crates/*/src/**/*.rs`) opens with a `//!` header saying what it is,
 //!   and every web app module (`crates/recall-server/web/*.js`) with a `//` one;
 //! - no source file, Rust or the web app's JavaScript, is longer than [`MAX_LINES`] lines;
+//! - the web app's modules import one another without a loop (a call up a layer goes
+//!   through `hooks.js`);
 //! - each crate depends only on the recall crates docs/ARCHITECTURE.md's graph allows
 //!   ([`ALLOWED_EDGES`]: dependencies point inward);
 //! - recall-core depends on no runtime, database or HTTP crate (it is pure);
@@ -177,6 +179,54 @@ fn every_web_module_has_a_header() {
         missing.is_empty(),
         "these web modules do not open with `// recall web app: ` and what they hold: {missing:#?}"
     );
+}
+
+/// The web modules `module` imports (`import … from './NAME.js'`), by file name.
+fn web_imports(module: &Path) -> Vec<String> {
+    let text = fs::read_to_string(module).unwrap();
+    text.split("from './")
+        .skip(1)
+        .filter_map(|rest| rest.split('\'').next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn web_modules_import_without_a_loop() {
+    let modules: Vec<(String, Vec<String>)> = web_modules()
+        .iter()
+        .map(|m| {
+            (
+                m.file_name().unwrap().to_string_lossy().to_string(),
+                web_imports(m),
+            )
+        })
+        .collect();
+    let imports_of = |name: &str| -> &[String] {
+        modules
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&[], |(_, i)| i.as_slice())
+    };
+    // Depth-first from each module: reaching it again is a loop.
+    for (start, _) in &modules {
+        let mut stack: Vec<Vec<String>> = vec![vec![start.clone()]];
+        while let Some(path) = stack.pop() {
+            for next in imports_of(path.last().unwrap()) {
+                assert!(
+                    next != start,
+                    "web modules import in a loop: {} -> {next} (a call up a layer goes \
+                     through hooks.js)",
+                    path.join(" -> ")
+                );
+                if !path.contains(next) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    stack.push(longer);
+                }
+            }
+        }
+    }
 }
 
 #[test]
