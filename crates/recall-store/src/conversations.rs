@@ -17,10 +17,10 @@ use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{Conversation, ConversationUpdate, NewConversation, StoredTask};
 use crate::statements::{
     get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS,
-    DELETE_CONVERSATION, DELETE_MESSAGES, DELETE_STABLE_WINDOWS, GET_TASK, INSERT_API_KEY,
-    INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY, RUNNING, SAVE_RUNNING,
+    DELETE_CONVERSATION, DELETE_MESSAGES, DELETE_STABLE_WINDOWS, DROP_LEASE, DROP_SUMMARIES,
+    GET_TASK, INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
+    RUNNING, SAVE_RUNNING,
 };
-use crate::summaries::{DROP_LEASE, DROP_SUMMARIES};
 
 /// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–12.
 pub(crate) fn conversation_row(r: &dyn Row) -> Result<Conversation, StoreError> {

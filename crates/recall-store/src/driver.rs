@@ -1,8 +1,10 @@
 //! What each database gives the shared store: run a statement, read rows, hold a write
-//! transaction ([`Statements`], [`Tx`]), plus the operations whose form differs per database (the
-//! context read, the append, forks, recall's index, vectors, search, vacuum).
+//! transaction or a read snapshot ([`Statements`], [`Tx`]). The operations whose form differs
+//! per database (the context read, the append, a fork's chain, recall's index, vectors,
+//! search, vacuum) are `ops.rs`. This module is the bottom of the store: it imports nothing
+//! of the crate but its error and model types.
 //!
-//! [`crate::Store`] is implemented once, over any [`Driver`] (`store_impl.rs`): the checks
+//! [`crate::Store`] is implemented once, over any `ops::Driver` (`store_impl.rs`): the checks
 //! every method makes and each capability's control flow that is the same on both databases
 //! (conversations, tasks, API keys, summaries) are written there and in their capability's
 //! module, on this surface. SQLite's driver runs reads on the calling thread and write
@@ -12,14 +14,9 @@
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use recall_core::policy::Policy;
-use recall_core::recall::{choose, Ranked, RecallQuery, RecallSection};
 
-use crate::codec::Encoded;
 use crate::error::StoreError;
-use crate::fork_plan::Segment;
-use crate::model::{Appended, Conversation, ConversationRef, RecallHits, SearchHit, StoredMessage};
-use crate::window::Window;
+use crate::model::ConversationRef;
 
 /// A value bound to a statement's parameter (`$1`, `$2`, … in order).
 #[derive(Debug, Clone, PartialEq)]
@@ -180,129 +177,23 @@ pub trait Statements: Send + Sync {
     /// `None` where the database's own index follows every write (PostgreSQL).
     fn fork_index_mark(&self) -> Option<&'static str>;
 
-    /// What this database runs around a redaction (see [`crate::forks::RedactionFrame`]).
-    fn redaction_frame(&self) -> crate::forks::RedactionFrame;
+    /// What this database runs around a redaction (see [`RedactionFrame`]).
+    fn redaction_frame(&self) -> RedactionFrame;
 }
 
-/// A history's chain and the database's vacuum (each database's `forks.rs`); forking,
-/// redaction and the reads along a chain are shared (`forks.rs`).
-#[async_trait]
-pub trait ForkOps {
-    /// The segments of a history, newest first (`fork_plan`); not found when it is not the
-    /// tenant's.
-    async fn chain_of(&self, c: Conv<'_>) -> Result<Vec<Segment>, StoreError>;
-    /// Gives the space of deleted and redacted rows back (see `Store::compact`).
-    async fn vacuum(&self) -> Result<(), StoreError>;
-}
-
-/// The append (each database's `append.rs`), given a batch already encoded and checked
-/// (`codec::encode_batch`).
-#[async_trait]
-pub trait AppendOps {
-    async fn append_encoded(
-        &self,
-        c: Conv<'_>,
-        encoded: Vec<Encoded>,
-    ) -> Result<Vec<Appended>, StoreError>;
-}
-
-/// The context read (each database's `window.rs`).
-#[async_trait]
-pub trait WindowOps {
-    async fn read_window(
-        &self,
-        c: Conv<'_>,
-        policy: &Policy,
-    ) -> Result<(Conversation, Window), StoreError>;
-}
-
-/// Full-text search (each database's `search.rs`), given checked words and a limit above 0.
-#[async_trait]
-pub trait SearchOps {
-    async fn search_hits(
-        &self,
-        tenant: &str,
-        words: &[String],
-        limit: u32,
-    ) -> Result<Vec<SearchHit>, StoreError>;
-}
-
-/// Recall's lexical index and reads (each database's `recall.rs`).
-#[async_trait]
-pub trait RecallOps: ForkOps + Sync {
-    /// The parts of a history's recall index that are behind: (conversation, the seq its
-    /// index must reach), what [`RecallOps::recall_index_batch`] then indexes.
-    async fn recall_behind(&self, c: Conv<'_>) -> Result<Vec<(String, i64)>, StoreError>;
-    /// Indexes the next batch of conversation `seg`'s messages up to `hi` in one write; how
-    /// far its index reaches then.
-    async fn recall_index_batch(&self, seg: String, hi: i64) -> Result<i64, StoreError>;
-    /// Hits in `conversation` scope: ranked over the store's recall index as far as it is
-    /// caught up (`complete` false when it does not reach `query.before`).
-    async fn conversation_hits(
-        &self,
-        c: Conv<'_>,
-        query: &RecallQuery,
-    ) -> Result<RecallHits, StoreError>;
-    /// Hits in `tenant` scope, ranked by the search index.
-    async fn tenant_hits(
-        &self,
-        c: Conv<'_>,
-        query: &RecallQuery,
-    ) -> Result<Vec<Ranked>, StoreError>;
-    /// The messages of `pairs` (conversation, seq) that are `tenant`'s and no system
-    /// message, by conversation and seq, with their conversation.
-    async fn read_pairs(
-        &self,
-        tenant: &str,
-        pairs: &[(String, i64)],
-    ) -> Result<Vec<(String, StoredMessage)>, StoreError>;
-
-    /// Recall's choice (see [`crate::Store::recall_choose`]): by default every message
-    /// within two seqs of a hit is read at once, then chosen.
-    async fn recall_choice(&self, c: Choice<'_>) -> Result<RecallSection, StoreError> {
-        let keys = c.query.neighbour_keys(c.hits);
-        let candidates = crate::search::recall_read(self, c.conv, c.query, &keys).await?;
-        Ok(choose(
-            c.query,
-            c.hits,
-            &candidates,
-            &c.tokenizer,
-            c.escape,
-            c.complete,
-        ))
-    }
-}
-
-/// The cosine ranking over stored vectors (each database's `vectors.rs`); the backlog and
-/// saving are shared (`vectors.rs`).
-#[async_trait]
-pub trait VectorOps {
-    async fn semantic(
-        &self,
-        c: Conv<'_>,
-        query: &RecallQuery,
-        model: &str,
-        vector: &[f32],
-    ) -> Result<RecallHits, StoreError>;
-}
-
-/// One database under the shared store: every capability. [`crate::Store`] is implemented
-/// once for any `Driver` (`store_impl.rs`).
-pub trait Driver:
-    Statements + ForkOps + AppendOps + WindowOps + SearchOps + RecallOps + VectorOps
-{
-}
-
-impl<D> Driver for D where
-    D: Statements + ForkOps + AppendOps + WindowOps + SearchOps + RecallOps + VectorOps
-{
+/// What a database runs around a redaction besides the shared statements, each through
+/// [`Tx::each`] (a pragma answers with a row): before the message is rewritten, and after
+/// every total moved; and the statement (`$1` a conversation) that takes the lock a recall
+/// index catch-up of that conversation takes, where it takes one.
+#[derive(Debug, Clone, Copy)]
+pub struct RedactionFrame {
+    pub before: &'static [&'static str],
+    pub after: &'static [&'static str],
+    pub index_lock: Option<&'static str>,
 }
 
 /// A conversation of a tenant, as the driver surface takes it.
 pub type Conv<'a> = ConversationRef<'a>;
-
-/// One recall choice's inputs.
-pub type Choice<'a> = crate::model::RecallChoice<'a>;
 
 /// The rows of one read, each read by `map`.
 pub(crate) async fn rows<D: Statements + ?Sized, T: Send>(

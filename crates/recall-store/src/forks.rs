@@ -2,13 +2,13 @@
 //! fork point, take the history's totals at it and insert the fork's row in one transaction
 //! under the parent's row lock. What a fork is, and what is decided without I/O, is
 //! `fork_plan`. Redaction is written once here as well (each database's statements around
-//! it are its [`RedactionFrame`]), and so are the reads along a fork's chain that need one
+//! it are its `driver::RedactionFrame`), and so are the reads along a fork's chain that need one
 //! snapshot: a page of messages, the forks of a conversation, the mirror sums.
 
 use crate::append_plan::replacement;
 use crate::codec::{check_text, message_row, now_ms, policy_text};
 use crate::conversations::{conversation_row, get_in, lock_running};
-use crate::driver::{params, tx_rows, Conv, Statements, Tx};
+use crate::driver::{params, tx_rows, Conv, RedactionFrame, Statements, Tx};
 use crate::error::StoreError;
 use crate::fork_plan::{
     after, check_fork_point, count_at, encode_chain, fork_ancestors, fork_parent, fork_running,
@@ -19,8 +19,9 @@ use crate::fork_plan::{
 };
 use crate::messages::replaced_row;
 use crate::model::{Conversation, MirrorSums, NewFork, StoredMessage};
-use crate::statements::{DELETE_STABLE_WINDOWS, MESSAGE_FIGURES, SHIFT_RUNNING};
-use crate::summaries::{DROP_LEASE_FROM, DROP_SUMMARIES_FROM};
+use crate::statements::{
+    DELETE_STABLE_WINDOWS, DROP_LEASE_FROM, DROP_SUMMARIES_FROM, MESSAGE_FIGURES, SHIFT_RUNNING,
+};
 use crate::window::Totals;
 use recall_core::gateway::mirror;
 
@@ -265,17 +266,6 @@ async fn fork_in(
             .await?;
     }
     get_in(tx, Conv::new(c.tenant, &fork_id)).await
-}
-
-/// What a database runs around a redaction besides the shared statements, each through
-/// [`Tx::each`] (a pragma answers with a row): before the message is rewritten, and after
-/// every total moved; and the statement (`$1` a conversation) that takes the lock a recall
-/// index catch-up of that conversation takes, where it takes one.
-#[derive(Debug, Clone, Copy)]
-pub struct RedactionFrame {
-    pub before: &'static [&'static str],
-    pub after: &'static [&'static str],
-    pub index_lock: Option<&'static str>,
 }
 
 /// Redacts message `seq` of conversation `c`'s history where it is stored, and shifts the

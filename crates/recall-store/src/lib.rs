@@ -5,9 +5,9 @@
 //! it on rusqlite (`src/sqlite/`), [`PgStore`] (several recall processes may share one
 //! database) on sqlx (`src/postgres/`). Both pass one conformance suite
 //! (`tests/conformance.rs`). The flows that are the same on both run once on the surface's
-//! statements and write transactions (`conversations.rs`, `forks.rs`, `messages.rs`,
-//! `summaries.rs`, `vectors.rs`); what
-//! a database does its own way is one `*Ops` trait per file of its folder. What they share
+//! statements, write transactions and read snapshots (`conversations.rs`, `forks.rs`,
+//! `messages.rs`, `summaries.rs`, `vectors.rs`); what a database does its own way is one
+//! `*Ops` trait (`ops.rs`) per file of its folder. What they share
 //! without I/O lives once too: the SQL text (`statements.rs`), encoding and decoding rows
 //! (`codec.rs`), what an append writes (`append_plan.rs`), stable-window state (`stable.rs`)
 //! and the plan of a context read (`window.rs`, `window_plan.rs`). A new capability: its
@@ -66,6 +66,7 @@ mod forks;
 mod keys;
 mod messages;
 mod model;
+mod ops;
 mod options;
 mod postgres;
 mod recall_plan;

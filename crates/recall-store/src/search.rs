@@ -77,28 +77,3 @@ pub(crate) fn tenant_hits_in_history(
         })
         .collect()
 }
-
-/// The messages under `keys` that `query` allows (see [`crate::Store::recall_messages`]):
-/// where each key's message is stored along the history's chain, read in one statement.
-pub(crate) async fn recall_read<D: crate::driver::RecallOps + ?Sized>(
-    db: &D,
-    c: crate::driver::Conv<'_>,
-    query: &recall_core::recall::RecallQuery,
-    keys: &[recall_core::recall::RecallKey],
-) -> Result<Vec<recall_core::recall::RecallCandidate>, crate::StoreError> {
-    let segs = db.chain_of(c).await?;
-    let pairs = recall_pairs(&segs, query, keys);
-    if pairs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let found = db.read_pairs(c.tenant, &pairs).await?;
-    Ok(found
-        .into_iter()
-        .map(|(conv, m)| recall_core::recall::RecallCandidate {
-            conversation_id: recall_key_conversation(&segs, &conv, m.seq),
-            seq: m.seq,
-            message: m.message,
-            at: Some(m.created_at),
-        })
-        .collect())
-}

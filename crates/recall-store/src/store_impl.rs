@@ -8,7 +8,6 @@ use recall_core::recall::{RecallCandidate, RecallKey, RecallQuery, RecallSection
 
 use crate::codec::{check_key, encode, encode_batch, figures_or_measure, validate};
 use crate::conversations as conv;
-use crate::driver::Driver;
 use crate::error::StoreError;
 use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
@@ -16,6 +15,7 @@ use crate::model::{
     NewFork, NewMessage, NewVector, RecallChoice, RecallHits, SearchHit, StoredMessage, StoredTask,
     VectorTodo,
 };
+use crate::ops::Driver;
 use crate::summaries::{self, NewSummary, StoredSummary};
 use crate::window::Window;
 use crate::Store;
@@ -226,7 +226,7 @@ impl<D: Driver> Store for D {
         query: &RecallQuery,
         keys: &[RecallKey],
     ) -> Result<Vec<RecallCandidate>, StoreError> {
-        crate::search::recall_read(self, checked(tenant, id)?, query, keys).await
+        crate::ops::recall_read(self, checked(tenant, id)?, query, keys).await
     }
 
     async fn recall_choose(&self, choice: RecallChoice<'_>) -> Result<RecallSection, StoreError> {

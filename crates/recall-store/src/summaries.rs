@@ -113,25 +113,6 @@ pub(crate) const LEASE_HOLDER: &str =
 pub(crate) const NEWEST_VERSION: &str =
     "SELECT max(version) FROM summaries WHERE conversation_id = $1";
 
-/// Drops conversation `$1`'s versions covering seq `$2` or later: what a redaction does to
-/// every conversation that reads the message (the trigger of migration 0009 covers only the
-/// one that stores it).
-pub(crate) const DROP_SUMMARIES_FROM: &str =
-    "DELETE FROM summaries WHERE conversation_id = $1 AND to_seq >= $2";
-
-/// Drops every version of conversation `$1` (a clear: a fork's versions may end inside its
-/// parent's part, which its clear does not delete).
-pub(crate) const DROP_SUMMARIES: &str = "DELETE FROM summaries WHERE conversation_id = $1";
-
-/// Deletes the lease of a summariser of conversation `$1` reading seq `$2` (what a redaction
-/// does to every conversation that reads the message, before it drops their versions: the
-/// summariser's commit then fails).
-pub(crate) const DROP_LEASE_FROM: &str =
-    "DELETE FROM compaction_leases WHERE conversation_id = $1 AND upto_seq >= $2";
-
-/// Deletes conversation `$1`'s lease (a clear).
-pub(crate) const DROP_LEASE: &str = "DELETE FROM compaction_leases WHERE conversation_id = $1";
-
 /// Inserts a version.
 pub(crate) const INSERT_SUMMARY: &str = "INSERT INTO summaries (conversation_id, version, \
      from_seq, to_seq, text, tokens_o200k, tokens_cl100k, tokens_chars4, backend, model, \

@@ -14,7 +14,6 @@ use recall_core::select::HistoryMessage;
 use recall_core::tokens::Tokenizer;
 
 use crate::model::Figures;
-use crate::window_plan::threshold_past;
 
 /// A running total the store keeps for every message (`cum_*` columns) and for the
 /// conversation (`total_*` columns).
@@ -305,6 +304,13 @@ impl StableKey {
         }
         .max(0)
     }
+}
+
+/// The threshold a budget's start moves to, to read further back by the room a selection
+/// left: the running total before the current start (`before`) less that room. Not positive:
+/// no bound (read from the beginning).
+pub(crate) fn threshold_past(before: i64, max: i64, kept: i64) -> i64 {
+    before - (max - kept)
 }
 
 #[cfg(test)]

@@ -147,13 +147,6 @@ fn budgets(policy: &Policy, stats: &Stats) -> Vec<(Total, i64, i64)> {
     b
 }
 
-/// The threshold a budget's start moves to, to read further back by the room a selection
-/// left: the running total before the current start (`before`) less that room. Not positive:
-/// no bound (read from the beginning).
-pub(crate) fn threshold_past(before: i64, max: i64, kept: i64) -> i64 {
-    before - (max - kept)
-}
-
 /// A history message of a window, measured under the policy's tokenizer from its stored
 /// figures.
 pub(crate) fn history_message(m: StoredMessage, policy: &Policy) -> HistoryMessage {

@@ -14,10 +14,11 @@ use sqlx::{PgConnection, Postgres, Transaction};
 use super::PgStore;
 use crate::append_plan::{plan_appends, Running};
 use crate::codec::{now_ms, Encoded};
-use crate::driver::{AppendOps, Conv};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::fork_plan::Segment;
 use crate::model::{Appended, Figures};
+use crate::ops::AppendOps;
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
     insert_messages_sql, CURRENT_STABLE_WINDOWS, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING,

@@ -12,11 +12,12 @@ use recall_core::select::HistoryMessage;
 use sqlx::PgConnection;
 
 use super::{stored_at, PgStore};
-use crate::driver::{Conv, ForkOps};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::fork_plan::{
     segments, stored_segments, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, SYSTEM_UPTO,
 };
+use crate::ops::ForkOps;
 use crate::statements::{stable_rows_sql, MESSAGE_COLUMNS, SYSTEM_MESSAGES};
 use crate::window::StableKey;
 use crate::window_plan::history_message;

@@ -160,8 +160,8 @@ impl Statements for PgStore {
     }
 
     /// The advisory lock a recall index catch-up of the conversation takes (`recall.rs`).
-    fn redaction_frame(&self) -> crate::forks::RedactionFrame {
-        crate::forks::RedactionFrame {
+    fn redaction_frame(&self) -> crate::driver::RedactionFrame {
+        crate::driver::RedactionFrame {
             before: &[],
             after: &[],
             index_lock: Some(

@@ -14,10 +14,11 @@ use recall_core::recall::{
 use sqlx::Row;
 
 use super::{stored_at, PgStore};
-use crate::driver::{Conv, RecallOps};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::model::RecallHits;
 use crate::model::StoredMessage;
+use crate::ops::RecallOps;
 use crate::recall_plan::{
     batch_terms, earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource,
     RecallRange, DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, LAST_SEQ, PARENT_OF,

@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 
 use super::PgStore;
-use crate::driver::SearchOps;
 use crate::error::StoreError;
 use crate::model::SearchHit;
+use crate::ops::SearchOps;
 
 #[async_trait]
 impl SearchOps for PgStore {

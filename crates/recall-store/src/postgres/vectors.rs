@@ -8,9 +8,10 @@ use recall_core::recall::{CosineTop, RecallQuery};
 use sqlx::Row;
 
 use super::PgStore;
-use crate::driver::{Conv, VectorOps};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::model::RecallHits;
+use crate::ops::VectorOps;
 use crate::statements::{RECALL_VECTORS, RECALL_VECTORS_TENANT, VECTORS_BEHIND, VECTOR_PROGRESS};
 
 #[async_trait]

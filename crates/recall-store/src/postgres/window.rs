@@ -17,16 +17,15 @@ use sqlx::Row;
 
 use super::{conversation_at, stored_at, PgStore};
 use crate::codec::decode_message;
-use crate::driver::{Conv, WindowOps};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::fork_plan::{stored_history_segments, Segment};
 use crate::model::{Conversation, StoredMessage};
+use crate::ops::WindowOps;
 use crate::stable::{stable_key, StableRow, StableStart};
 use crate::statements::{CONVERSATION_COLUMNS, MESSAGE_COLUMNS, STABLE_WINDOW};
-use crate::window::{StableKey, Total, Window, WindowBounds};
-use crate::window_plan::{
-    history_message, room_before, threshold_past, ProbeLimits, Snapshot, SystemParts,
-};
+use crate::window::{threshold_past, StableKey, Total, Window, WindowBounds};
+use crate::window_plan::{history_message, room_before, ProbeLimits, Snapshot, SystemParts};
 
 /// A read transaction that sees one snapshot.
 const PG_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";

@@ -16,9 +16,10 @@ use super::forks::stable_rows;
 use super::SqliteStore;
 use crate::append_plan::{plan_appends, running_row, Running};
 use crate::codec::{now_ms, Encoded};
-use crate::driver::{AppendOps, Conv};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::model::{Appended, Figures};
+use crate::ops::AppendOps;
 use crate::stable::{advance, fold_stable, Advance, StableRow};
 use crate::statements::{
     insert_messages_sql, CURRENT_STABLE_WINDOWS, ROWS_PER_INSERT, RUNNING, SAVE_RUNNING,

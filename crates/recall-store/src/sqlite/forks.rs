@@ -9,11 +9,12 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::conn::named;
 use super::SqliteStore;
-use crate::driver::{Conv, ForkOps};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::fork_plan::{
     segments, stored_segments, ChainRow, Segment, CHAIN_ROW_SQL, CHAIN_SQL, SYSTEM_UPTO,
 };
+use crate::ops::ForkOps;
 use crate::statements::{stable_rows_sql, SYSTEM_MESSAGES};
 use crate::window::StableKey;
 

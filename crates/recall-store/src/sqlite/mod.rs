@@ -230,8 +230,8 @@ impl Statements for SqliteStore {
     /// Deleted text is overwritten (`secure_delete`), and the search index is merged so that
     /// no older FTS5 segment keeps the redacted words (the trigger replaced the message's
     /// searchable text). One writer: no lock to take for the recall index.
-    fn redaction_frame(&self) -> crate::forks::RedactionFrame {
-        crate::forks::RedactionFrame {
+    fn redaction_frame(&self) -> crate::driver::RedactionFrame {
+        crate::driver::RedactionFrame {
             before: &["PRAGMA secure_delete = 1"],
             after: &[
                 "INSERT INTO message_fts (message_fts) VALUES ('optimize')",

@@ -14,11 +14,12 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::conn::{named, stored_message};
 use super::{forks, search, SqliteStore};
-use crate::driver::{Choice, Conv, RecallOps};
+use crate::driver::Conv;
 use crate::error::StoreError;
 use crate::fork_plan::{owner, Segment};
 use crate::model::RecallHits;
 use crate::model::StoredMessage;
+use crate::ops::{Choice, RecallOps};
 use crate::recall_plan::{
     earlier_texts, index_rows, merge_postings, recall_ranges, IndexSource, RecallRange, DF_AT,
     DOCS_AT, EARLIER_SOURCE, INDEX_BATCH, INDEX_SOURCE, LAST_SEQ, PARENT_OF, RECALL_PROGRESS,

@@ -6,9 +6,9 @@ use rusqlite::Connection;
 
 use super::conn::{named, Connections};
 use super::SqliteStore;
-use crate::driver::SearchOps;
 use crate::error::StoreError;
 use crate::model::SearchHit;
+use crate::ops::SearchOps;
 
 /// The searchable text of a stored content column (`m.content`), as migration 0002 defines it:
 /// string content, or its text blocks joined with a newline.
