@@ -51,6 +51,7 @@ use recall_core::message::{Message, Role};
 use recall_core::parse::{Conversation, InputMessage};
 use recall_core::policy::{Count, Format, PolicyOverrides, TrimMode};
 use recall_core::render::Prompt;
+use recall_engine::ConversationRef;
 
 #[path = "../../recall-core/benches/common/workload.rs"]
 mod workload;
@@ -443,7 +444,7 @@ fn reuse_stored(
     for (i, t) in turns.iter().enumerate() {
         let role = if t.user { "user" } else { "assistant" };
         let value = serde_json::json!({ "role": role, "content": t.text });
-        rt.block_on(engine.append_message(T, &conv.id, value))
+        rt.block_on(engine.append_message(ConversationRef::new(T, &conv.id), value))
             .unwrap();
         rt.block_on(engine.catch_up_vectors(T, Some(&conv.id), usize::MAX))
             .unwrap();
@@ -459,7 +460,9 @@ fn reuse_stored(
             },
             ..ContextRequest::new(format)
         };
-        let out = rt.block_on(engine.context(T, &conv.id, &req)).unwrap();
+        let out = rt
+            .block_on(engine.context(ConversationRef::new(T, &conv.id), &req))
+            .unwrap();
         let text = text_of(&out.prompt);
         if i + 1 > FIRST_TURN {
             if let Some(prev) = &previous {

@@ -16,6 +16,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use recall_engine::ConversationRef;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -95,7 +96,11 @@ async fn conversation(store: &dyn Store, n: usize) -> String {
 async fn fork_and_check(engine: &Engine, parent: &str, n: usize) -> String {
     let at = n - 10;
     let fork = engine
-        .fork_conversation(T, parent, at as i64, Some("bench fork".into()))
+        .fork_conversation(
+            ConversationRef::new(T, parent),
+            at as i64,
+            Some("bench fork".into()),
+        )
         .await
         .expect("fork");
     let own = workload::conversation(n + 10)[n..].to_vec();
@@ -109,16 +114,16 @@ async fn fork_and_check(engine: &Engine, parent: &str, n: usize) -> String {
     all.extend(own);
     populate(engine.store().as_ref(), &copy.id, &all).await;
     let a = engine
-        .context(T, &fork.id, &request())
+        .context(ConversationRef::new(T, &fork.id), &request())
         .await
         .expect("fork context");
     let b = engine
-        .context(T, &copy.id, &request())
+        .context(ConversationRef::new(T, &copy.id), &request())
         .await
         .expect("copy context");
     assert_eq!(a.prompt, b.prompt, "a fork's context differs from a copy's");
     engine
-        .delete_conversation(T, &copy.id, false)
+        .delete_conversation(ConversationRef::new(T, &copy.id), false)
         .await
         .expect("drop copy");
     fork.id
@@ -134,10 +139,14 @@ fn bench_store(c: &mut Criterion, name: &str, engine: &Engine, rt: &tokio::runti
         g.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| {
                 let f = rt
-                    .block_on(engine.fork_conversation(T, id, (n / 2) as i64, None))
+                    .block_on(engine.fork_conversation(
+                        ConversationRef::new(T, id),
+                        (n / 2) as i64,
+                        None,
+                    ))
                     .expect("fork");
                 // Not timed apart: a delete of an empty fork is one small write as well.
-                rt.block_on(engine.delete_conversation(T, &f.id, false))
+                rt.block_on(engine.delete_conversation(ConversationRef::new(T, &f.id), false))
                     .expect("delete fork");
                 black_box(f.id)
             })
@@ -152,14 +161,14 @@ fn bench_store(c: &mut Criterion, name: &str, engine: &Engine, rt: &tokio::runti
         g.bench_function(label, |b| {
             b.iter(|| {
                 black_box(
-                    rt.block_on(engine.context(T, id, &request()))
+                    rt.block_on(engine.context(ConversationRef::new(T, id), &request()))
                         .expect("context"),
                 )
             })
         });
     }
     g.finish();
-    rt.block_on(engine.delete_conversation(T, &fork, false))
+    rt.block_on(engine.delete_conversation(ConversationRef::new(T, &fork), false))
         .expect("delete fork");
 }
 

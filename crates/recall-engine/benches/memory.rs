@@ -32,6 +32,7 @@
 
 mod common;
 
+use recall_engine::ConversationRef;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -202,7 +203,9 @@ fn main() {
                 };
                 for &budget in &BUDGETS {
                     let req = method.request(question, budget, tokenizer);
-                    let out = rt.block_on(engine.context(T, &l.id, &req)).unwrap();
+                    let out = rt
+                        .block_on(engine.context(ConversationRef::new(T, &l.id), &req))
+                        .unwrap();
                     let mut window: BTreeSet<i64> =
                         out.kept.iter().map(|k| k.index as i64).collect();
                     // The current message is no stored message: it has no seq of its own.

@@ -38,6 +38,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use recall_engine::ConversationRef;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -255,12 +256,16 @@ fn context_sqlite(c: &mut Criterion) {
     let mut g = flat_group(c, "context_sqlite");
     for n in up_to_max(&SIZES) {
         let (engine, id) = rt.block_on(sqlite_with(n));
-        let out = rt.block_on(engine.context(T, &id, &req)).expect("context");
+        let out = rt
+            .block_on(engine.context(ConversationRef::new(T, &id), &req))
+            .expect("context");
         check_context(&format!("sqlite {n}"), &out, &expected);
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
-                rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
-                    .expect("context")
+                rt.block_on(
+                    engine.context(ConversationRef::new(T, black_box(&id)), black_box(&req)),
+                )
+                .expect("context")
             })
         });
         if n == 10_000 {
@@ -287,7 +292,9 @@ fn context_recall_sqlite(c: &mut Criterion) {
     for n in up_to_max(&[10_000, 100_000]) {
         let (engine, id) = rt.block_on(sqlite_with(n));
         let started = Instant::now();
-        let out = rt.block_on(engine.context(T, &id, &req)).expect("context");
+        let out = rt
+            .block_on(engine.context(ConversationRef::new(T, &id), &req))
+            .expect("context");
         let r = out.stats.recalled.clone().expect("recall stats");
         assert!(r.complete && !r.messages.is_empty(), "sqlite {n}: {r:?}");
         assert!(r.tokens <= 1_000);
@@ -302,8 +309,10 @@ fn context_recall_sqlite(c: &mut Criterion) {
         );
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
-                rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
-                    .expect("context")
+                rt.block_on(
+                    engine.context(ConversationRef::new(T, black_box(&id)), black_box(&req)),
+                )
+                .expect("context")
             })
         });
     }
@@ -337,14 +346,17 @@ fn context_recall_sqlite_embedder(c: &mut Criterion) {
         "sqlite {n}: embedded {done} messages in {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    let out = rt.block_on(engine.context(T, &id, &req)).expect("context");
+    let out = rt
+        .block_on(engine.context(ConversationRef::new(T, &id), &req))
+        .expect("context");
     let r = out.stats.recalled.clone().expect("recall stats");
     assert!(r.complete && !r.messages.is_empty(), "sqlite {n}: {r:?}");
     assert_eq!(r.ranking, recall_core::recall::Ranking::Hybrid);
     let mut times: Vec<Duration> = (0..200)
         .map(|_| {
             let t = Instant::now();
-            rt.block_on(engine.context(T, &id, &req)).expect("context");
+            rt.block_on(engine.context(ConversationRef::new(T, &id), &req))
+                .expect("context");
             t.elapsed()
         })
         .collect();
@@ -357,7 +369,7 @@ fn context_recall_sqlite_embedder(c: &mut Criterion) {
     let mut g = flat_group(c, "context_recall_sqlite");
     g.bench_with_input(BenchmarkId::from_parameter("10000_embedder"), &n, |b, _| {
         b.iter(|| {
-            rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
+            rt.block_on(engine.context(ConversationRef::new(T, black_box(&id)), black_box(&req)))
                 .expect("context")
         })
     });
@@ -420,7 +432,7 @@ fn append_sqlite_with(
                 values[next].clone()
             },
             |v| {
-                rt.block_on(engine.append_message(T, &id, v))
+                rt.block_on(engine.append_message(ConversationRef::new(T, &id), v))
                     .expect("append")
             },
             BatchSize::SmallInput,
@@ -428,7 +440,7 @@ fn append_sqlite_with(
     });
     g.finish();
     let conv = rt
-        .block_on(engine.get_conversation(T, &id))
+        .block_on(engine.get_conversation(ConversationRef::new(T, &id)))
         .expect("conversation");
     eprintln!(
         "append_sqlite/{name}: {} messages appended (durability {durability})",
@@ -475,8 +487,10 @@ fn import_sqlite(c: &mut Criterion) {
     };
     let report = import("check");
     assert_eq!(report.imported, N, "every message imported");
-    rt.block_on(engine.delete_conversation(T, &report.conversation_id, false))
-        .expect("delete");
+    rt.block_on(
+        engine.delete_conversation(ConversationRef::new(T, &report.conversation_id), false),
+    )
+    .expect("delete");
 
     let mut g = c.benchmark_group("import_sqlite");
     g.sample_size(10)
@@ -491,8 +505,13 @@ fn import_sqlite(c: &mut Criterion) {
                 let report = import("bench");
                 timed += started.elapsed();
                 // The database stays the same size from one import to the next.
-                rt.block_on(engine.delete_conversation(T, &report.conversation_id, false))
-                    .expect("delete");
+                rt.block_on(
+                    engine.delete_conversation(
+                        ConversationRef::new(T, &report.conversation_id),
+                        false,
+                    ),
+                )
+                .expect("delete");
             }
             timed
         })
@@ -529,12 +548,14 @@ fn context_pg(c: &mut Criterion) {
     });
     let engine = Engine::new(Arc::new(store), Limits::default());
     let req = request();
-    let out = rt.block_on(engine.context(T, &id, &req)).expect("context");
+    let out = rt
+        .block_on(engine.context(ConversationRef::new(T, &id), &req))
+        .expect("context");
     check_context(&format!("postgres {N}"), &out, &expected_prompt(N));
     let mut g = flat_group(c, "context_pg");
     g.bench_function(BenchmarkId::from_parameter(N), |b| {
         b.iter(|| {
-            rt.block_on(engine.context(T, black_box(&id), black_box(&req)))
+            rt.block_on(engine.context(ConversationRef::new(T, black_box(&id)), black_box(&req)))
                 .expect("context")
         })
     });

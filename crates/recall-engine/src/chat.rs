@@ -119,8 +119,7 @@ impl Engine {
     /// `None` the stored history must already end with the user message.
     pub async fn chat_request(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         backend: &dyn Backend,
         overrides: &PolicyOverrides,
         next: Option<String>,
@@ -128,7 +127,7 @@ impl Engine {
         let mut req = ContextRequest::new(backend.context_format());
         req.overrides = overrides.clone();
         req.current = next;
-        let context = self.context(tenant, id, &req).await?;
+        let context = self.context(c, &req).await?;
         let request = ChatRequest {
             system: context.system(),
             messages: context.messages(),
@@ -199,7 +198,12 @@ impl Engine {
     ) -> Result<TurnOutcome, EngineError> {
         let ConversationRef { tenant, id } = conv;
         let prepared = self
-            .chat_request(tenant, id, backend, &turn.overrides, None)
+            .chat_request(
+                ConversationRef::new(tenant, id),
+                backend,
+                &turn.overrides,
+                None,
+            )
             .await?;
         let stats = prepared.context.stats.clone();
         let format = prepared.context.format;

@@ -18,6 +18,7 @@
 //! Stable windows (their start is persisted per budget) and policies with per-message caps
 //! (the store ignores budgets for them) are read as before and checked once rendered.
 
+use crate::ConversationRef;
 use recall_core::context::{prepare, ContextOutput, ContextRequest, Gathered, Resolved};
 use recall_core::policy::{Policy, TrimMode};
 use recall_core::render::Prompt;
@@ -32,11 +33,11 @@ impl Engine {
     /// about `max_bytes` characters at most (see the module documentation).
     pub async fn context_within(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         req: &ContextRequest,
         max_bytes: Option<usize>,
     ) -> Result<ContextOutput, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         // Most conversations have no stored policy: the request alone then decides, and the
         // conversation and its window come back from one statement. When the stored policy
         // changes the outcome, the window is read again under the right one (a
@@ -193,7 +194,9 @@ impl Engine {
             warnings: Vec::new(),
         };
         let prepared = prepare(gathered, req, resolved)?;
-        let recalled = self.recall_for(tenant, id, &prepared).await?;
+        let recalled = self
+            .recall_for(ConversationRef::new(tenant, id), &prepared)
+            .await?;
         let mut prepared = prepared;
         let summary = match prepared.summary_before() {
             Some(before) => match self.summary_in_force(tenant, conv, before).await? {

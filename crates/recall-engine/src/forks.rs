@@ -41,11 +41,11 @@ impl Engine {
     /// history is this one's up to `at`, then its own. O(1): nothing is copied.
     pub async fn fork_conversation(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         at: i64,
         title: Option<String>,
     ) -> Result<Conversation, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         Ok(self
             .store
             .fork_conversation(tenant, id, at, NewFork { title })
@@ -53,7 +53,8 @@ impl Engine {
     }
 
     /// The direct forks of a conversation.
-    pub async fn forks(&self, tenant: &str, id: &str) -> Result<Vec<Conversation>, EngineError> {
+    pub async fn forks(&self, c: ConversationRef<'_>) -> Result<Vec<Conversation>, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         Ok(self.store.forks(tenant, id).await?)
     }
 
@@ -69,7 +70,8 @@ impl Engine {
         } else {
             // The conversation's absence is a 404; a seq that cannot exist is the caller's
             // mistake.
-            self.get_conversation(tenant, id).await?;
+            self.get_conversation(ConversationRef::new(tenant, id))
+                .await?;
             return Err(EngineError::Invalid(format!(
                 "seq: {seq} is not a message's seq (seqs start at 1)"
             )));
@@ -121,12 +123,16 @@ impl Engine {
         let ConversationRef { tenant, id } = conv;
         let m = self.body_message_at(tenant, id, seq).await?;
         if m.message.role == Role::User {
-            let conversation = self.get_conversation(tenant, id).await?;
+            let conversation = self
+                .get_conversation(ConversationRef::new(tenant, id))
+                .await?;
             if conversation.last_seq == seq {
                 let outcome = self
                     .reply_turn(conv, backend, &turn, seq, cancel, &mut on_event)
                     .await?;
-                let conversation = self.get_conversation(tenant, id).await?;
+                let conversation = self
+                    .get_conversation(ConversationRef::new(tenant, id))
+                    .await?;
                 return Ok(Branched {
                     conversation,
                     outcome,
@@ -146,7 +152,9 @@ impl Engine {
                 }
             )));
         }
-        let fork = self.fork_conversation(tenant, id, seq - 1, None).await?;
+        let fork = self
+            .fork_conversation(ConversationRef::new(tenant, id), seq - 1, None)
+            .await?;
         on_event(TurnEvent::Forked {
             conversation_id: fork.id.clone(),
         });
@@ -160,7 +168,9 @@ impl Engine {
                 &mut on_event,
             )
             .await?;
-        let conversation = self.get_conversation(tenant, &fork.id).await?;
+        let conversation = self
+            .get_conversation(ConversationRef::new(tenant, &fork.id))
+            .await?;
         Ok(Branched {
             conversation,
             outcome,
@@ -189,7 +199,9 @@ impl Engine {
         }
         // Checked before the fork, so a bad message leaves no fork behind.
         self.user_message(&turn)?;
-        let fork = self.fork_conversation(tenant, id, seq - 1, None).await?;
+        let fork = self
+            .fork_conversation(ConversationRef::new(tenant, id), seq - 1, None)
+            .await?;
         on_event(TurnEvent::Forked {
             conversation_id: fork.id.clone(),
         });
@@ -202,7 +214,9 @@ impl Engine {
                 on_event,
             )
             .await?;
-        let conversation = self.get_conversation(tenant, &fork.id).await?;
+        let conversation = self
+            .get_conversation(ConversationRef::new(tenant, &fork.id))
+            .await?;
         Ok(Branched {
             conversation,
             outcome,
@@ -214,7 +228,9 @@ impl Engine {
         let mut out: Vec<Link> = Vec::new();
         let mut next = Some((id.to_string(), i64::MAX));
         while let Some((cid, upto)) = next.take() {
-            let conv = self.get_conversation(tenant, &cid).await?;
+            let conv = self
+                .get_conversation(ConversationRef::new(tenant, &cid))
+                .await?;
             next = conv
                 .forked_from
                 .as_ref()
@@ -236,10 +252,10 @@ impl Engine {
     /// conversation.
     pub async fn alternatives(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         seq: i64,
     ) -> Result<Vec<Alternative>, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         let here = self.message_at(tenant, id, seq).await?;
         let links = self.links(tenant, id).await?;
         let at = seq - 1;
@@ -258,7 +274,10 @@ impl Engine {
         if base.after < seq && seq <= base.conv.last_seq {
             paths.push(base.conv.clone());
         }
-        for f in self.forks(tenant, &base.conv.id).await? {
+        for f in self
+            .forks(ConversationRef::new(tenant, &base.conv.id))
+            .await?
+        {
             let fork_seq = f.forked_from.as_ref().map_or(-1, |p| p.seq);
             if fork_seq == at && f.last_seq >= seq {
                 paths.push(f);

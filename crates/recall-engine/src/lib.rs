@@ -4,12 +4,14 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), recall_engine::EngineError> {
-//! use recall_engine::{Engine, Limits};
+//! use recall_engine::{ConversationRef, Engine, Limits};
 //! use recall_core::{ContextRequest, Format};
 //! let engine = Engine::open("sqlite:///tmp/recall.db", Limits::default()).await?;
 //! let conv = engine.create_conversation("default", Default::default()).await?;
-//! engine.append_message("default", &conv.id, serde_json::json!({"role": "user", "content": "hi"})).await?;
-//! let ctx = engine.context("default", &conv.id, &ContextRequest::new(Format::Transcript)).await?;
+//! // A conversation is named by its tenant and id together.
+//! let at = ConversationRef::new("default", &conv.id);
+//! engine.append_message(at, serde_json::json!({"role": "user", "content": "hi"})).await?;
+//! let ctx = engine.context(at, &ContextRequest::new(Format::Transcript)).await?;
 //! println!("{}", ctx.prompt.to_text());
 //! # Ok(()) }
 //! ```
@@ -150,9 +152,9 @@ impl Engine {
 
     pub async fn get_conversation(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
     ) -> Result<Conversation, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         Ok(self.store.get_conversation(tenant, id).await?)
     }
 
@@ -175,14 +177,15 @@ impl Engine {
     /// Returns how many conversations were deleted.
     pub async fn delete_conversation(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         cascade: bool,
     ) -> Result<u64, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         Ok(self.store.delete_conversation(tenant, id, cascade).await?)
     }
 
-    pub async fn clear_conversation(&self, tenant: &str, id: &str) -> Result<u64, EngineError> {
+    pub async fn clear_conversation(&self, c: ConversationRef<'_>) -> Result<u64, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         Ok(self.store.clear_conversation(tenant, id).await?)
     }
 
@@ -218,12 +221,11 @@ impl Engine {
     /// of `messages[0]` of a batch that is all or nothing.
     pub async fn append_message(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         value: Value,
     ) -> Result<Appended, EngineError> {
         let report = self
-            .append_messages(tenant, id, vec![value])
+            .append_messages(c, vec![value])
             .await
             .map_err(error::one_message)?;
         report
@@ -240,10 +242,10 @@ impl Engine {
     /// the request entry) and nothing is stored; the same message again is a duplicate.
     pub async fn append_messages(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         values: Vec<Value>,
     ) -> Result<AppendReport, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         if values.is_empty() {
             return Err(EngineError::Invalid("no messages to append".into()));
         }
@@ -287,11 +289,10 @@ impl Engine {
     /// [`Engine::context_within`]).
     pub async fn context(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         req: &ContextRequest,
     ) -> Result<ContextOutput, EngineError> {
-        self.context_within(tenant, id, req, None).await
+        self.context_within(c, req, None).await
     }
 }
 

@@ -14,10 +14,10 @@ impl Engine {
     /// The recalled section of a prepared context: `None` when its policy does not recall.
     pub async fn recall_for(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         prepared: &Prepared,
     ) -> Result<Option<RecallSection>, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         let Some(query) = &prepared.recall else {
             return Ok(None);
         };
@@ -54,7 +54,7 @@ impl Engine {
         let mut section = self
             .store
             .recall_choose(RecallChoice {
-                conv: ConversationRef::new(tenant, id),
+                conv: c,
                 query,
                 hits: &hits,
                 tokenizer: prepared.policy.tokenizer,

@@ -2,6 +2,7 @@
 //! overwriting what was removed in the database files (`vacuum`), and changing a
 //! conversation's settings.
 
+use crate::ConversationRef;
 use recall_store::{Conversation, ConversationUpdate};
 
 use crate::{Engine, EngineError};
@@ -10,10 +11,10 @@ impl Engine {
     /// Redacts message `seq` (see `Store::redact_message`).
     pub async fn redact_message(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         seq: i64,
     ) -> Result<(), EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         Ok(self.store.redact_message(tenant, id, seq).await?)
     }
 
@@ -26,10 +27,10 @@ impl Engine {
     /// Changes a conversation's settings; a new default policy must be valid.
     pub async fn update_conversation(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         update: ConversationUpdate,
     ) -> Result<Conversation, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         if let Some(Some(p)) = &update.policy {
             p.validate()
                 .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;

@@ -20,6 +20,7 @@
 //! and is released at the end. The lease's rules in the database are recall-store's
 //! (`summaries.rs` there).
 
+use crate::ConversationRef;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -197,10 +198,10 @@ impl Engine {
     /// The conversation's summary versions, newest first (at most `limit`).
     pub async fn summaries(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         limit: u32,
     ) -> Result<Vec<StoredSummary>, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         self.store.get_conversation(tenant, id).await?;
         Ok(self.store.summaries(tenant, id, limit).await?)
     }
@@ -210,17 +211,17 @@ impl Engine {
     /// a failing call stay: each covers its messages).
     pub async fn compact_conversation(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         backend: &dyn Backend,
         opts: &CompactOptions,
         cancel: CancellationToken,
     ) -> Result<CompactReport, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         let mut req = ContextRequest::new(Format::Transcript);
         req.format = opts.format;
         req.overrides = opts.overrides.clone();
         req.overrides.summarize = Some(true);
-        let context = self.context(tenant, id, &req).await?;
+        let context = self.context(c, &req).await?;
         let policy = context.policy.clone();
         let window_first = context.kept.first().map(|k| k.index as i64);
         let in_force = context.stats.summary;
@@ -311,8 +312,7 @@ impl Engine {
         tokio::spawn(async move {
             let _ = engine
                 .compact_conversation(
-                    &tenant,
-                    &id,
+                    ConversationRef::new(&tenant, &id),
                     s.backend.as_ref(),
                     &opts,
                     CancellationToken::new(),

@@ -1,6 +1,7 @@
 //! Import and export: whole conversations as JSON Lines (or any input shape `recall render`
 //! reads), written in one transaction so a failed import stores nothing.
 
+use crate::ConversationRef;
 use std::io::Write;
 
 use recall_core::parse::{parse_conversation, ParseOptions};
@@ -148,10 +149,10 @@ impl Engine {
     /// the number of lines written.
     pub async fn export(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
         out: &mut (dyn Write + Send),
     ) -> Result<usize, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         const PAGE: u32 = 1000;
         let conv = self.store.get_conversation(tenant, id).await?;
         let mut lines = 0;

@@ -12,6 +12,7 @@
 //! `crates/recall-cli/tests/mcp_http.rs` reads one conversation through the CLI, HTTP and MCP
 //! and compares the answers field for field.
 
+use crate::ConversationRef;
 use recall_core::policy::ConversationPolicy;
 use recall_core::time::format_rfc3339;
 use recall_store::{Conversation, SearchHit, StoredMessage, StoredSummary};
@@ -27,9 +28,9 @@ impl Engine {
     /// its newest summary (lists leave it out).
     pub async fn conversation_view(
         &self,
-        tenant: &str,
-        id: &str,
+        c: ConversationRef<'_>,
     ) -> Result<ConversationView, EngineError> {
+        let (tenant, id) = (c.tenant, c.id);
         let c = self.store.get_conversation(tenant, id).await?;
         let summary = self.store.summaries(tenant, id, 1).await?;
         Ok(ConversationView::from(&c).with_summary(summary.first()))

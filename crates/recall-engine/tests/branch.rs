@@ -80,22 +80,28 @@ async fn contexts_are_byte_identical(e: &Engine) {
         ..NewConversation::default()
     };
     let parent = e.create_conversation(T, new()).await.unwrap().id;
-    e.append_messages(T, &parent, all.clone()).await.unwrap();
+    e.append_messages(ConversationRef::new(T, &parent), all.clone())
+        .await
+        .unwrap();
     let reqs = requests();
     for k in 0..=all.len() {
         let fork = e
-            .fork_conversation(T, &parent, k as i64, None)
+            .fork_conversation(ConversationRef::new(T, &parent), k as i64, None)
             .await
             .unwrap();
-        e.append_messages(T, &fork.id, extra.clone()).await.unwrap();
+        e.append_messages(ConversationRef::new(T, &fork.id), extra.clone())
+            .await
+            .unwrap();
         let copy = e.create_conversation(T, new()).await.unwrap().id;
         let mut same: Vec<Value> = all[..k].to_vec();
         same.extend(extra.iter().cloned());
-        e.append_messages(T, &copy, same).await.unwrap();
+        e.append_messages(ConversationRef::new(T, &copy), same)
+            .await
+            .unwrap();
         for r in &reqs {
             let (a, b) = match (
-                e.context(T, &fork.id, r).await,
-                e.context(T, &copy, r).await,
+                e.context(ConversationRef::new(T, &fork.id), r).await,
+                e.context(ConversationRef::new(T, &copy), r).await,
             ) {
                 (Ok(a), Ok(b)) => (a, b),
                 // A request the history cannot answer (xml without a current user message)
@@ -219,7 +225,10 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
     assert_eq!(texts(&old), ["Capital of France?", "Paris."]);
     // Both replies are alternatives at seq 2, from either side.
     for from in [&id, &fork.id] {
-        let alts = e.alternatives(T, from, 2).await.unwrap();
+        let alts = e
+            .alternatives(ConversationRef::new(T, from), 2)
+            .await
+            .unwrap();
         let got: Vec<(String, String, bool)> = alts
             .iter()
             .map(|a| {
@@ -262,7 +271,10 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
         .await
         .unwrap();
     assert_eq!(texts(&msgs), ["Capital of Italy?", "Rome."]);
-    let alts = e.alternatives(T, &edited.conversation.id, 1).await.unwrap();
+    let alts = e
+        .alternatives(ConversationRef::new(T, &edited.conversation.id), 1)
+        .await
+        .unwrap();
     // The retry reads the original's first message: two paths differ at seq 1.
     assert_eq!(alts.len(), 2, "{alts:?}");
     assert_eq!(alts.iter().filter(|a| a.current).count(), 1);
@@ -272,7 +284,7 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
 
     // Refusals change nothing: a retry of a user message, an edit of a reply, a seq past the
     // end, an empty edit.
-    let before = e.forks(T, &id).await.unwrap().len();
+    let before = e.forks(ConversationRef::new(T, &id)).await.unwrap().len();
     let no_call = |_| {};
     assert!(matches!(
         e.retry_turn(
@@ -334,13 +346,24 @@ async fn retry_and_edit_make_forks_and_keep_the_old_path() {
         .await
         .unwrap_err()
         .is_not_found());
-    assert_eq!(e.forks(T, &id).await.unwrap().len(), before);
+    assert_eq!(
+        e.forks(ConversationRef::new(T, &id)).await.unwrap().len(),
+        before
+    );
     assert_eq!(server.requests().len(), 3);
 
     // The parent cannot go while forks read it.
-    let err = e.delete_conversation(T, &id, false).await.unwrap_err();
+    let err = e
+        .delete_conversation(ConversationRef::new(T, &id), false)
+        .await
+        .unwrap_err();
     assert!(err.is_conflict(), "{err}");
-    assert_eq!(e.delete_conversation(T, &id, true).await.unwrap(), 3);
+    assert_eq!(
+        e.delete_conversation(ConversationRef::new(T, &id), true)
+            .await
+            .unwrap(),
+        3
+    );
 }
 
 #[tokio::test]
@@ -358,23 +381,30 @@ async fn update_checks_the_policy_and_redaction_is_recorded() {
         )),
         ..ConversationUpdate::default()
     };
-    let c = e.update_conversation(T, &id, xml).await.unwrap();
+    let c = e
+        .update_conversation(ConversationRef::new(T, &id), xml)
+        .await
+        .unwrap();
     assert_eq!(c.policy.unwrap().format, Some(Format::Xml));
     e.append_messages(
-        T,
-        &id,
+        ConversationRef::new(T, &id),
         vec![json!({"role": "user", "content": "secret plan"})],
     )
     .await
     .unwrap();
-    e.redact_message(T, &id, 1).await.unwrap();
+    e.redact_message(ConversationRef::new(T, &id), 1)
+        .await
+        .unwrap();
     let m = &e.store().messages(T, &id, 0, 10).await.unwrap()[0];
     assert_eq!(
         (m.status, m.message.role),
         (MessageStatus::Redacted, Role::User)
     );
     let ctx = e
-        .context(T, &id, &ContextRequest::new(Format::Transcript))
+        .context(
+            ConversationRef::new(T, &id),
+            &ContextRequest::new(Format::Transcript),
+        )
         .await
         .unwrap();
     assert!(!format!("{:?}", ctx.prompt).contains("secret"));
@@ -438,7 +468,11 @@ async fn retry_of_an_unanswered_message_answers_it_in_place() {
     assert_eq!(sent["messages"].as_array().unwrap().len(), 1, "{sent}");
     let stored = e.store().messages(T, &id, 0, 10).await.unwrap();
     assert_eq!(texts(&stored), ["Capital of France?", "Paris."]);
-    assert!(e.forks(T, &id).await.unwrap().is_empty());
+    assert!(e
+        .forks(ConversationRef::new(T, &id))
+        .await
+        .unwrap()
+        .is_empty());
 
     // Now it has a reply: retrying the user message again is refused and changes nothing.
     let err = e

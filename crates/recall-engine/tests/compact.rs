@@ -209,7 +209,10 @@ impl Fixture {
                 json!({"role": role, "content": text})
             })
             .collect();
-        self.engine.append_messages(T, id, ms).await.unwrap();
+        self.engine
+            .append_messages(ConversationRef::new(T, id), ms)
+            .await
+            .unwrap();
     }
 
     async fn compact(
@@ -218,14 +221,23 @@ impl Fixture {
         opts: &CompactOptions,
     ) -> Result<recall_engine::CompactReport, EngineError> {
         self.engine
-            .compact_conversation(T, id, self.backend.as_ref(), opts, CancellationToken::new())
+            .compact_conversation(
+                ConversationRef::new(T, id),
+                self.backend.as_ref(),
+                opts,
+                CancellationToken::new(),
+            )
             .await
     }
 
     async fn window_first(&self, id: &str) -> i64 {
         let mut req = ContextRequest::new(Format::Transcript);
         req.format = None;
-        let ctx = self.engine.context(T, id, &req).await.unwrap();
+        let ctx = self
+            .engine
+            .context(ConversationRef::new(T, id), &req)
+            .await
+            .unwrap();
         ctx.kept.first().unwrap().index as i64
     }
 }
@@ -271,7 +283,11 @@ async fn rolling_summaries_cover_each_message_once() {
             })
             .collect()
     };
-    let versions = f.engine.summaries(T, &id, 100).await.unwrap();
+    let versions = f
+        .engine
+        .summaries(ConversationRef::new(T, &id), 100)
+        .await
+        .unwrap();
     let mut previous: Option<Summary> = None;
     for (i, req) in reqs.iter().enumerate() {
         assert_eq!(req["max_tokens"], target_tokens(400));
@@ -290,7 +306,11 @@ async fn rolling_summaries_cover_each_message_once() {
     // The next context carries it, before the history, with its range in the stats.
     let mut req = ContextRequest::new(Format::Anthropic);
     req.format = Some(Format::Anthropic);
-    let ctx = f.engine.context(T, &id, &req).await.unwrap();
+    let ctx = f
+        .engine
+        .context(ConversationRef::new(T, &id), &req)
+        .await
+        .unwrap();
     let st = ctx.stats.summary.unwrap();
     assert_eq!((st.from_seq, st.to_seq), (1, first - 1));
     let recall_core::render::Prompt::Json(body) = &ctx.prompt else {
@@ -342,7 +362,11 @@ async fn refusals_and_failures_keep_the_summary_in_force() {
             EMPTY => assert!(e.to_string().contains("empty summary"), "{e}"),
             _ => assert!(matches!(e, EngineError::Summarizer(_)), "{e}"),
         }
-        let versions = f.engine.summaries(T, &id, 10).await.unwrap();
+        let versions = f
+            .engine
+            .summaries(ConversationRef::new(T, &id), 10)
+            .await
+            .unwrap();
         assert_eq!(versions.len(), 1, "{what}: nothing committed");
         assert_eq!(versions[0], v1, "{what}: the summary in force is unchanged");
     }
@@ -410,7 +434,12 @@ async fn a_second_summariser_is_kept_out() {
         .unwrap_err();
     assert!(e.is_conflict(), "{e}");
     assert!(f.summariser_requests().is_empty(), "no call was made");
-    assert!(f.engine.summaries(T, &id, 10).await.unwrap().is_empty());
+    assert!(f
+        .engine
+        .summaries(ConversationRef::new(T, &id), 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -440,7 +469,12 @@ async fn chat_turns_compact_in_the_background() {
     );
     // The compaction the turn started commits without anyone waiting for it.
     let mut waited = 0;
-    while engine.summaries(T, &id, 1).await.unwrap().is_empty() {
+    while engine
+        .summaries(ConversationRef::new(T, &id), 1)
+        .await
+        .unwrap()
+        .is_empty()
+    {
         assert!(waited < 100, "no summary after 10 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
         waited += 1;
@@ -486,13 +520,17 @@ async fn a_fork_carries_its_parents_summary_and_rolls_on_from_it() {
     // A fork at the newest message reads the same window: it carries the parent's summary.
     let fork = f
         .engine
-        .fork_conversation(T, &id, 80, None)
+        .fork_conversation(ConversationRef::new(T, &id), 80, None)
         .await
         .unwrap()
         .id;
     let mut req = ContextRequest::new(Format::Transcript);
     req.format = None;
-    let ctx = f.engine.context(T, &fork, &req).await.unwrap();
+    let ctx = f
+        .engine
+        .context(ConversationRef::new(T, &fork), &req)
+        .await
+        .unwrap();
     assert_eq!(
         ctx.stats.summary.map(|s| s.to_seq),
         Some(parent_summary.to_seq)
@@ -509,7 +547,14 @@ async fn a_fork_carries_its_parents_summary_and_rolls_on_from_it() {
     assert!(prompt.starts_with("The summary so far:"), "{prompt}");
     assert_eq!(seqs_in(&prompt)[0], parent_summary.to_seq + 1);
     // The parent is unchanged.
-    assert_eq!(f.engine.summaries(T, &id, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        f.engine
+            .summaries(ConversationRef::new(T, &id), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -525,7 +570,11 @@ async fn a_summary_over_a_smaller_bound_is_written_again() {
     let mut req = ContextRequest::new(Format::Transcript);
     req.format = None;
     req.overrides = small.clone();
-    let ctx = f.engine.context(T, &id, &req).await.unwrap();
+    let ctx = f
+        .engine
+        .context(ConversationRef::new(T, &id), &req)
+        .await
+        .unwrap();
     assert!(big.tokens.o200k > 150, "{}", big.tokens.o200k);
     assert!(ctx.stats.summary.is_none());
     assert!(ctx
@@ -547,7 +596,11 @@ async fn a_summary_over_a_smaller_bound_is_written_again() {
         Ok(r) => {
             let s = r.summary.unwrap();
             assert!(s.tokens.o200k <= 150);
-            let ctx = f.engine.context(T, &id, &req).await.unwrap();
+            let ctx = f
+                .engine
+                .context(ConversationRef::new(T, &id), &req)
+                .await
+                .unwrap();
             assert_eq!(ctx.stats.summary.map(|x| x.to_seq), Some(s.to_seq));
         }
         // The fake's answer may not fit 150 tokens: then it is refused, as any would be.

@@ -5,6 +5,7 @@
 
 use recall_core::context::ContextRequest;
 use recall_core::policy::{Format, PolicyOverrides, TrimMode};
+use recall_engine::ConversationRef;
 use recall_engine::{Engine, EngineError, ImportTarget, Limits};
 use serde_json::{json, Value};
 
@@ -98,14 +99,21 @@ async fn a_limit_refuses_or_changes_nothing() {
         .await
         .expect("create")
         .id;
-    e.append_messages(T, &id, messages()).await.expect("append");
+    e.append_messages(ConversationRef::new(T, &id), messages())
+        .await
+        .expect("append");
     for req in requests() {
-        let full = e.context(T, &id, &req).await.expect("unlimited context");
+        let full = e
+            .context(ConversationRef::new(T, &id), &req)
+            .await
+            .expect("unlimited context");
         let size = recall_engine::prompt_bytes(&full.prompt);
         let mut limits = vec![1, 100, 2000, 5000, 9000, 20_000, 60_000, 200_000, 1 << 30];
         limits.extend([size.saturating_sub(1), size, size + 1]);
         for limit in limits {
-            let got = e.context_within(T, &id, &req, Some(limit)).await;
+            let got = e
+                .context_within(ConversationRef::new(T, &id), &req, Some(limit))
+                .await;
             match got {
                 Ok(out) => {
                     assert!(
@@ -149,7 +157,9 @@ async fn the_refusal_names_the_limit() {
                    "content": "w".repeat(10_000)})
         })
         .collect();
-    e.append_messages(T, &id, big).await.expect("append");
+    e.append_messages(ConversationRef::new(T, &id), big)
+        .await
+        .expect("append");
     let req = ContextRequest {
         overrides: PolicyOverrides {
             max_tokens: Some(100_000_000.into()),
@@ -158,7 +168,7 @@ async fn the_refusal_names_the_limit() {
         ..ContextRequest::new(Format::Transcript)
     };
     let err = e
-        .context_within(T, &id, &req, Some(50_000))
+        .context_within(ConversationRef::new(T, &id), &req, Some(50_000))
         .await
         .expect_err("over the limit");
     assert!(err.is_bad_input());
@@ -174,7 +184,10 @@ async fn the_refusal_names_the_limit() {
         other => panic!("{other}"),
     }
     // Without a limit (the CLI's `recall context`) the whole prompt comes back.
-    let out = e.context(T, &id, &req).await.expect("unlimited");
+    let out = e
+        .context(ConversationRef::new(T, &id), &req)
+        .await
+        .expect("unlimited");
     assert!(recall_engine::prompt_bytes(&out.prompt) > 400_000);
 }
 
@@ -219,7 +232,10 @@ async fn an_import_of_nothing_valid_stores_nothing() {
         .expect_err("nothing valid");
     assert!(err.is_bad_input(), "{err}");
     assert_eq!(
-        e.get_conversation(T, &id).await.expect("get").message_count,
+        e.get_conversation(ConversationRef::new(T, &id))
+            .await
+            .expect("get")
+            .message_count,
         0
     );
 }

@@ -69,7 +69,7 @@ async fn context_recalls_the_fact_and_agrees_with_render() {
         .expect("create")
         .id;
     let msgs = long_conversation();
-    e.append_messages(T, &id, msgs.clone())
+    e.append_messages(ConversationRef::new(T, &id), msgs.clone())
         .await
         .expect("append");
     let conv = parse_conversation(&Value::Array(msgs).to_string(), &ParseOptions::strict())
@@ -78,7 +78,10 @@ async fn context_recalls_the_fact_and_agrees_with_render() {
     for format in Format::ALL {
         let mut req = ContextRequest::new(format);
         req.overrides = overrides(400, 150);
-        let out = e.context(T, &id, &req).await.expect("context");
+        let out = e
+            .context(ConversationRef::new(T, &id), &req)
+            .await
+            .expect("context");
         let r = out.stats.recalled.clone().expect("recalled stats");
         assert!(r.complete);
         // Seq 1 is the fact, seq 2 its answer: both hold the query's words, so one is a hit
@@ -101,7 +104,10 @@ async fn context_recalls_the_fact_and_agrees_with_render() {
             max_tokens: Some(Count::from(250)),
             ..PolicyOverrides::default()
         };
-        let without = e.context(T, &id, &plain).await.expect("context");
+        let without = e
+            .context(ConversationRef::new(T, &id), &plain)
+            .await
+            .expect("context");
         assert_eq!(out.kept, without.kept, "{format}");
         if format.is_text() {
             let (a, b) = (out.prompt.to_text(), without.prompt.to_text());
@@ -148,22 +154,19 @@ async fn tenant_scope_recalls_from_the_tenants_other_conversations_only() {
         .unwrap()
         .id;
     e.append_messages(
-        "acme",
-        &other,
+        ConversationRef::new("acme", &other),
         vec![json!({"role": "user", "content": "The launch date is March 3."})],
     )
     .await
     .unwrap();
     e.append_messages(
-        "globex",
-        &foreign,
+        ConversationRef::new("globex", &foreign),
         vec![json!({"role": "user", "content": "Globex launch date is secret: June 9."})],
     )
     .await
     .unwrap();
     e.append_messages(
-        "acme",
-        &mine,
+        ConversationRef::new("acme", &mine),
         vec![json!({"role": "user", "content": "When is the launch date?"})],
     )
     .await
@@ -171,7 +174,10 @@ async fn tenant_scope_recalls_from_the_tenants_other_conversations_only() {
     let mut req = ContextRequest::new(Format::Transcript);
     req.overrides = overrides(2000, 500);
     req.overrides.recall_scope = Some(RecallScope::Tenant);
-    let out = e.context("acme", &mine, &req).await.expect("context");
+    let out = e
+        .context(ConversationRef::new("acme", &mine), &req)
+        .await
+        .expect("context");
     let text = out.prompt.to_text();
     assert!(text.contains("March 3"), "{text}");
     assert!(!text.contains("June 9"), "{text}");
@@ -207,7 +213,9 @@ async fn a_conversation_whose_policy_recalls_does_so_on_every_chat_turn() {
         .id;
     let mut msgs = long_conversation();
     msgs.pop();
-    e.append_messages(T, &id, msgs).await.expect("append");
+    e.append_messages(ConversationRef::new(T, &id), msgs)
+        .await
+        .expect("append");
     let server =
         FakeServer::scripted(vec![Reply::sse(anthropic::text_reply(&["It is 4417."]))]).await;
     let mut c = HttpConfig::anthropic().with_key("sk-ant-test-key");
@@ -259,11 +267,12 @@ async fn the_recall_index_catches_up_in_the_background() {
                     "content": format!("message {n} about the weather and the garden")})
             })
             .collect();
-        e.append_messages(T, &id, msgs).await.unwrap();
+        e.append_messages(ConversationRef::new(T, &id), msgs)
+            .await
+            .unwrap();
     }
     e.append_message(
-        T,
-        &id,
+        ConversationRef::new(T, &id),
         json!({"role": "user", "content": "Any news of the xylophonist?"}),
     )
     .await
@@ -271,7 +280,7 @@ async fn the_recall_index_catches_up_in_the_background() {
     let mut req = ContextRequest::new(Format::Transcript);
     req.overrides = overrides(400, 150);
     req.query = Some("garden weather".into());
-    let out = e.context(T, &id, &req).await.unwrap();
+    let out = e.context(ConversationRef::new(T, &id), &req).await.unwrap();
     let r = out.stats.recalled.expect("recall stats");
     assert!(!r.complete, "one batch of three was indexed");
 
@@ -290,7 +299,7 @@ async fn the_recall_index_catches_up_in_the_background() {
         }
     };
     complete(e.clone(), id.clone(), 3_002).await;
-    let out = e.context(T, &id, &req).await.unwrap();
+    let out = e.context(ConversationRef::new(T, &id), &req).await.unwrap();
     assert!(out.stats.recalled.expect("recall stats").complete);
 
     // Appended after: indexed in the background, no context asking.
@@ -300,10 +309,10 @@ async fn the_recall_index_catches_up_in_the_background() {
             "content": format!("later message {n} about the garden")})
         })
         .collect();
-    e.append_messages(T, &id, msgs[..1000].to_vec())
+    e.append_messages(ConversationRef::new(T, &id), msgs[..1000].to_vec())
         .await
         .unwrap();
-    e.append_messages(T, &id, msgs[1000..].to_vec())
+    e.append_messages(ConversationRef::new(T, &id), msgs[1000..].to_vec())
         .await
         .unwrap();
     complete(e.clone(), id.clone(), 4_502).await;

@@ -10,6 +10,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use recall_engine::ConversationRef;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,10 +96,16 @@ async fn similarity_finds_what_words_cannot() {
         .await
         .unwrap()
         .id;
-    plain.append_messages(T, &id, conversation()).await.unwrap();
+    plain
+        .append_messages(ConversationRef::new(T, &id), conversation())
+        .await
+        .unwrap();
 
     // Lexical alone: "pet" and "called" are nowhere in the older messages.
-    let out = plain.context(T, &id, &request()).await.unwrap();
+    let out = plain
+        .context(ConversationRef::new(T, &id), &request())
+        .await
+        .unwrap();
     let r = out.stats.recalled.expect("stats");
     assert_eq!(r.terms, ["pet", "called"]);
     assert!(r.messages.is_empty(), "{r:?}");
@@ -106,7 +113,10 @@ async fn similarity_finds_what_words_cannot() {
     // With the embedder, before any vector exists: what is embedded (nothing) is used, and
     // the stats say the index is behind.
     let semantic = Engine::new(plain.store().clone(), Limits::default()).with_embedder(embedder);
-    let out = semantic.context(T, &id, &request()).await.unwrap();
+    let out = semantic
+        .context(ConversationRef::new(T, &id), &request())
+        .await
+        .unwrap();
     let r = out.stats.recalled.expect("stats");
     assert!(!r.complete);
     assert!(r.messages.is_empty(), "{r:?}");
@@ -118,7 +128,10 @@ async fn similarity_finds_what_words_cannot() {
         .await
         .unwrap();
     assert_eq!(done, 63);
-    let out = semantic.context(T, &id, &request()).await.unwrap();
+    let out = semantic
+        .context(ConversationRef::new(T, &id), &request())
+        .await
+        .unwrap();
     let r = out.stats.recalled.expect("stats");
     assert!(r.complete);
     assert!(r.messages.iter().any(|m| m.seq <= 2 && m.hit), "{r:?}");
@@ -128,8 +141,7 @@ async fn similarity_finds_what_words_cannot() {
     // An append starts the catch-up in the background; the append does not wait for it.
     semantic
         .append_messages(
-            T,
-            &id,
+            ConversationRef::new(T, &id),
             vec![json!({"role": "assistant", "content": "Biscuit it is."})],
         )
         .await
@@ -202,9 +214,14 @@ async fn similarity_through_an_embeddings_endpoint() {
         .await
         .unwrap()
         .id;
-    e.append_messages(T, &id, conversation()).await.unwrap();
+    e.append_messages(ConversationRef::new(T, &id), conversation())
+        .await
+        .unwrap();
     e.catch_up_vectors(T, Some(&id), usize::MAX).await.unwrap();
-    let out = e.context(T, &id, &request()).await.unwrap();
+    let out = e
+        .context(ConversationRef::new(T, &id), &request())
+        .await
+        .unwrap();
     let r = out.stats.recalled.expect("stats");
     assert!(r.complete, "{r:?}");
     assert!(r.messages.iter().any(|m| m.seq == 1), "{r:?}");

@@ -189,7 +189,7 @@ impl RecallMcp {
         };
         let out = self
             .engine
-            .context(&self.tenant, &a.conversation_id, &req)
+            .context(ConversationRef::new(&self.tenant, &a.conversation_id), &req)
             .await?;
         Ok(ContextView {
             conversation_id: a.conversation_id,
@@ -222,7 +222,10 @@ impl RecallMcp {
         }
         let r = self
             .engine
-            .append_message(&self.tenant, &a.conversation_id, Value::Object(m))
+            .append_message(
+                ConversationRef::new(&self.tenant, &a.conversation_id),
+                Value::Object(m),
+            )
             .await?;
         Ok(Appended {
             conversation_id: a.conversation_id,
@@ -277,7 +280,7 @@ impl RecallMcp {
     async fn clear_conversation(&self, a: ClearConversationArgs) -> Result<Cleared, EngineError> {
         let removed = self
             .engine
-            .clear_conversation(&self.tenant, &a.conversation_id)
+            .clear_conversation(ConversationRef::new(&self.tenant, &a.conversation_id))
             .await?;
         Ok(Cleared {
             conversation_id: a.conversation_id,
@@ -307,7 +310,11 @@ impl RecallMcp {
     ) -> Result<ConversationView, EngineError> {
         let c = self
             .engine
-            .fork_conversation(&self.tenant, &a.conversation_id, a.at, a.title)
+            .fork_conversation(
+                ConversationRef::new(&self.tenant, &a.conversation_id),
+                a.at,
+                a.title,
+            )
             .await?;
         Ok(ConversationView::from(&c))
     }
@@ -337,8 +344,7 @@ impl RecallMcp {
         let r = self
             .engine
             .compact_conversation(
-                &self.tenant,
-                &a.conversation_id,
+                ConversationRef::new(&self.tenant, &a.conversation_id),
                 backend.as_ref(),
                 &opts,
                 CancellationToken::new(),

@@ -8,6 +8,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use recall_core::policy::ConversationPolicy;
 use recall_engine::store::ConversationUpdate;
+use recall_engine::ConversationRef;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -49,7 +50,7 @@ pub async fn fork(
     let b: ForkBody = parse_json(&body)?;
     let f = state
         .engine()
-        .fork_conversation(&tenant, &id, b.at, b.title)
+        .fork_conversation(ConversationRef::new(&tenant, &id), b.at, b.title)
         .await?;
     Ok((StatusCode::CREATED, Json(ConversationView::from(&f))))
 }
@@ -70,7 +71,10 @@ pub async fn forks(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
 ) -> Result<Json<ForkList>, ApiError> {
-    let list = state.engine().forks(&tenant, &id).await?;
+    let list = state
+        .engine()
+        .forks(ConversationRef::new(&tenant, &id))
+        .await?;
     Ok(Json(ForkList {
         data: list.iter().map(ConversationView::from).collect(),
     }))
@@ -119,8 +123,7 @@ pub async fn update(
     let c = state
         .engine()
         .update_conversation(
-            &tenant,
-            &id,
+            ConversationRef::new(&tenant, &id),
             ConversationUpdate {
                 title: b.title,
                 system_prompt: b.system_prompt,
@@ -168,7 +171,10 @@ pub async fn redact(
     ApiQuery(q): ApiQuery<RedactQuery>,
 ) -> Result<StatusCode, ApiError> {
     let (id, seq) = message_path(id, seq)?;
-    state.engine().redact_message(&tenant, &id, seq).await?;
+    state
+        .engine()
+        .redact_message(ConversationRef::new(&tenant, &id), seq)
+        .await?;
     if q.compact.unwrap_or(false) {
         state.engine().vacuum().await?;
     }
@@ -194,7 +200,10 @@ pub async fn alternatives(
     Path((id, seq)): Path<(String, String)>,
 ) -> Result<Json<AlternativeList>, ApiError> {
     let (id, seq) = message_path(id, seq)?;
-    let alts = state.engine().alternatives(&tenant, &id, seq).await?;
+    let alts = state
+        .engine()
+        .alternatives(ConversationRef::new(&tenant, &id), seq)
+        .await?;
     Ok(Json(AlternativeList {
         data: alts.iter().map(AlternativeView::from).collect(),
     }))

@@ -434,7 +434,10 @@ pub async fn chat_ws(
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     // Refuse unknown (or another tenant's) conversations before upgrading.
-    state.engine().get_conversation(&tenant, &id).await?;
+    state
+        .engine()
+        .get_conversation(ConversationRef::new(&tenant, &id))
+        .await?;
     // A frame or message over the body limit is refused from its header, before its payload
     // is read (the socket is then closed with 1009).
     let limit = state.inner.config.limits.max_body_bytes;

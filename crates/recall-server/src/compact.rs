@@ -9,6 +9,7 @@ use axum::Json;
 use recall_core::policy::{Format, PolicyOverrides};
 use recall_engine::views::CompactView;
 use recall_engine::CompactOptions;
+use recall_engine::ConversationRef;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
@@ -78,8 +79,7 @@ pub async fn compact(
     let report = tokio::spawn(async move {
         engine
             .compact_conversation(
-                &tenant,
-                &conversation,
+                ConversationRef::new(&tenant, &conversation),
                 backend.as_ref(),
                 &opts,
                 CancellationToken::new(),

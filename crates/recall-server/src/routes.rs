@@ -1,6 +1,7 @@
 //! The REST handlers under `/v1`. Each one reads its input strictly, calls one engine use
 //! case for the caller's tenant, and shapes the answer.
 
+use recall_engine::ConversationRef;
 use std::time::Instant;
 
 use axum::body::Bytes;
@@ -125,7 +126,12 @@ pub async fn get_conversation(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
 ) -> Result<Json<ConversationView>, ApiError> {
-    Ok(Json(state.engine().conversation_view(&tenant, &id).await?))
+    Ok(Json(
+        state
+            .engine()
+            .conversation_view(ConversationRef::new(&tenant, &id))
+            .await?,
+    ))
 }
 
 /// Delete a conversation and its messages.
@@ -144,7 +150,10 @@ pub async fn delete_conversation(
 ) -> Result<StatusCode, ApiError> {
     state
         .engine()
-        .delete_conversation(&tenant, &id, q.cascade.unwrap_or(false))
+        .delete_conversation(
+            ConversationRef::new(&tenant, &id),
+            q.cascade.unwrap_or(false),
+        )
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -162,7 +171,10 @@ pub async fn clear_conversation(
     Extension(Tenant(tenant)): Extension<Tenant>,
     ConversationId(id): ConversationId,
 ) -> Result<Json<Cleared>, ApiError> {
-    let removed = state.engine().clear_conversation(&tenant, &id).await?;
+    let removed = state
+        .engine()
+        .clear_conversation(ConversationRef::new(&tenant, &id))
+        .await?;
     Ok(Json(Cleared { removed }))
 }
 
@@ -216,7 +228,10 @@ pub async fn append_messages(
     }
     // A client id reused for a different message is a conflict the engine reports (decided
     // under the store's lock: nothing of the batch is stored).
-    let report = state.engine().append_messages(&tenant, &id, values).await?;
+    let report = state
+        .engine()
+        .append_messages(ConversationRef::new(&tenant, &id), values)
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(AppendResponse {
@@ -293,7 +308,7 @@ pub async fn context(
     let limit = state.inner.config.limits.max_context_bytes;
     let out = state
         .engine()
-        .context_within(&tenant, &id, &req, Some(limit))
+        .context_within(ConversationRef::new(&tenant, &id), &req, Some(limit))
         .await?;
     let format = out.format.name();
     state.inner.metrics.context_built(format, started.elapsed());

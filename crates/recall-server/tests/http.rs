@@ -10,6 +10,7 @@ mod common;
 use common::{server, server_with, Backend, TENANT_A, TENANT_B};
 use recall_core::context::ContextRequest;
 use recall_core::policy::Format;
+use recall_engine::ConversationRef;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -403,7 +404,11 @@ async fn context_is_what_recall_context_prints(b: Backend) {
         req.query = body["query"].as_str().map(str::to_string);
         req.escape = body["escape"].as_bool().unwrap_or(true);
         // What `recall context` computes and prints, from the same database.
-        let out = s.engine.context(TENANT_A, &id, &req).await.unwrap();
+        let out = s
+            .engine
+            .context(ConversationRef::new(TENANT_A, &id), &req)
+            .await
+            .unwrap();
         let printed = out.prompt.to_text();
         match &r.json["prompt"] {
             Value::String(p) => {
@@ -911,7 +916,11 @@ async fn tenants_never_see_each_other(b: Backend) {
         conv_before
     );
     assert_eq!(s.stored(TENANT_A, &id).await, msgs_before);
-    assert!(s.engine.get_conversation(TENANT_B, &id).await.is_err());
+    assert!(s
+        .engine
+        .get_conversation(ConversationRef::new(TENANT_B, &id))
+        .await
+        .is_err());
 }
 
 async fn operational_routes(b: Backend) {
@@ -1088,7 +1097,7 @@ async fn no_auth_is_loopback_only() {
     let body: Value = res.json().await.unwrap();
     let id = body["id"].as_str().unwrap();
     engine
-        .get_conversation(recall_engine::DEFAULT_TENANT, id)
+        .get_conversation(ConversationRef::new(recall_engine::DEFAULT_TENANT, id))
         .await
         .expect("stored for the default tenant");
     running.shutdown().await.unwrap();

@@ -1,6 +1,7 @@
 //! Branching commands: `fork`, `redact`, `alternatives`, `conversations update` and
 //! `conversations forks`. Each parses its arguments, calls one engine use case and prints.
 
+use recall_engine::ConversationRef;
 use std::process::ExitCode;
 
 use recall_core::policy::ConversationPolicy;
@@ -14,7 +15,7 @@ use crate::exit::bad_input;
 pub async fn fork(a: ForkArgs) -> anyhow::Result<ExitCode> {
     let engine = open(&a.store).await?;
     let f = engine
-        .fork_conversation(&a.store.tenant, &a.id, a.at, a.title)
+        .fork_conversation(ConversationRef::new(&a.store.tenant, &a.id), a.at, a.title)
         .await
         .map_err(engine_err)?;
     if a.json {
@@ -28,7 +29,7 @@ pub async fn fork(a: ForkArgs) -> anyhow::Result<ExitCode> {
 pub async fn redact(a: RedactArgs) -> anyhow::Result<ExitCode> {
     let engine = open(&a.store).await?;
     engine
-        .redact_message(&a.store.tenant, &a.id, a.seq)
+        .redact_message(ConversationRef::new(&a.store.tenant, &a.id), a.seq)
         .await
         .map_err(engine_err)?;
     if !a.no_compact {
@@ -41,7 +42,7 @@ pub async fn redact(a: RedactArgs) -> anyhow::Result<ExitCode> {
 pub async fn alternatives(a: AlternativesArgs) -> anyhow::Result<ExitCode> {
     let engine = open(&a.store).await?;
     let alts = engine
-        .alternatives(&a.store.tenant, &a.id, a.seq)
+        .alternatives(ConversationRef::new(&a.store.tenant, &a.id), a.seq)
         .await
         .map_err(engine_err)?;
     for alt in &alts {
@@ -100,7 +101,7 @@ pub async fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
     };
     let engine = open(&a.store).await?;
     let c = engine
-        .update_conversation(&a.store.tenant, &a.id, update)
+        .update_conversation(ConversationRef::new(&a.store.tenant, &a.id), update)
         .await
         .map_err(engine_err)?;
     if a.json {
@@ -114,7 +115,7 @@ pub async fn update(a: UpdateArgs) -> anyhow::Result<ExitCode> {
 pub async fn forks(a: IdArgs) -> anyhow::Result<ExitCode> {
     let engine = open(&a.store).await?;
     let list = engine
-        .forks(&a.store.tenant, &a.id)
+        .forks(ConversationRef::new(&a.store.tenant, &a.id))
         .await
         .map_err(engine_err)?;
     if list.is_empty() {

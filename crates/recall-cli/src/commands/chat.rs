@@ -51,7 +51,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let id = match &args.conversation {
         Some(id) => {
             engine
-                .get_conversation(&tenant, id)
+                .get_conversation(ConversationRef::new(&tenant, id))
                 .await
                 .map_err(engine_err)?;
             id.clone()
@@ -158,7 +158,7 @@ async fn repl(s: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitC
             "/help" => eprintln!("{}", REPL_HELP),
             "clear" | "/clear" => {
                 s.engine
-                    .clear_conversation(&s.tenant, &s.id)
+                    .clear_conversation(ConversationRef::new(&s.tenant, &s.id))
                     .await
                     .map_err(engine_err)?;
                 println!("Conversation cleared");
@@ -268,7 +268,7 @@ async fn send(s: &Session, text: String) -> anyhow::Result<TurnOutcome> {
 async fn branch(s: &mut Session, edit: Option<String>) -> anyhow::Result<()> {
     let c = s
         .engine
-        .get_conversation(&s.tenant, &s.id)
+        .get_conversation(ConversationRef::new(&s.tenant, &s.id))
         .await
         .map_err(engine_err)?;
     let recent = s
@@ -408,8 +408,7 @@ async fn preview(s: &Session) -> anyhow::Result<String> {
     let prepared = s
         .engine
         .chat_request(
-            &s.tenant,
-            &s.id,
+            ConversationRef::new(&s.tenant, &s.id),
             s.backend.as_ref(),
             &s.overrides,
             Some("<your next message>".to_string()),
@@ -443,8 +442,7 @@ async fn compact(s: &Session) -> anyhow::Result<String> {
     let r = s
         .engine
         .compact_conversation(
-            &s.tenant,
-            &s.id,
+            ConversationRef::new(&s.tenant, &s.id),
             s.backend.as_ref(),
             &opts,
             CancellationToken::new(),
@@ -458,14 +456,13 @@ async fn compact(s: &Session) -> anyhow::Result<String> {
 async fn stats(s: &Session) -> anyhow::Result<String> {
     let c = s
         .engine
-        .get_conversation(&s.tenant, &s.id)
+        .get_conversation(ConversationRef::new(&s.tenant, &s.id))
         .await
         .map_err(engine_err)?;
     let prepared = s
         .engine
         .chat_request(
-            &s.tenant,
-            &s.id,
+            ConversationRef::new(&s.tenant, &s.id),
             s.backend.as_ref(),
             &s.overrides,
             Some("?".to_string()),

@@ -1,6 +1,7 @@
 //! `recall compact`: brings a stored conversation's summary up to its window start
 //! (`Engine::compact_conversation`) with the backend `recall chat` would pick.
 
+use recall_engine::ConversationRef;
 use std::process::ExitCode;
 
 use std::sync::Arc;
@@ -36,7 +37,12 @@ pub async fn run(a: CompactArgs) -> anyhow::Result<ExitCode> {
         })
     };
     let r = engine
-        .compact_conversation(&a.store.tenant, &a.id, backend.as_ref(), &opts, cancel)
+        .compact_conversation(
+            ConversationRef::new(&a.store.tenant, &a.id),
+            backend.as_ref(),
+            &opts,
+            cancel,
+        )
         .await;
     on_ctrl_c.abort();
     let r = r.map_err(engine_err)?;

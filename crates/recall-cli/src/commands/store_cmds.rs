@@ -1,6 +1,7 @@
 //! Commands over stored conversations: `conversations …`, `append`, `context`, `import`,
 //! `export`.
 
+use recall_engine::ConversationRef;
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 
@@ -127,7 +128,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
         ConversationsCommand::Show(a) => {
             let engine = open(&a.store).await?;
             let c = engine
-                .get_conversation(&a.store.tenant, &a.id)
+                .get_conversation(ConversationRef::new(&a.store.tenant, &a.id))
                 .await
                 .map_err(engine_err)?;
             let after = (c.last_seq - i64::from(a.messages)).max(0);
@@ -140,7 +141,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
                 // The conversation as HTTP's `GET` shows it, then its newest messages.
                 let mut shown = serde_json::to_value(
                     engine
-                        .conversation_view(&a.store.tenant, &a.id)
+                        .conversation_view(ConversationRef::new(&a.store.tenant, &a.id))
                         .await
                         .map_err(engine_err)?,
                 )?;
@@ -178,7 +179,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
         ConversationsCommand::Clear(a) => {
             let engine = open(&a.store).await?;
             let n = engine
-                .clear_conversation(&a.store.tenant, &a.id)
+                .clear_conversation(ConversationRef::new(&a.store.tenant, &a.id))
                 .await
                 .map_err(engine_err)?;
             println!("Conversation cleared ({n} messages removed)");
@@ -186,7 +187,7 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
         ConversationsCommand::Delete(a) => {
             let engine = open(&a.store).await?;
             let n = engine
-                .delete_conversation(&a.store.tenant, &a.id, a.cascade)
+                .delete_conversation(ConversationRef::new(&a.store.tenant, &a.id), a.cascade)
                 .await
                 .map_err(|e| match e {
                     // The store's message says "cascade"; here it is a flag to name.
@@ -258,7 +259,7 @@ pub async fn append(a: AppendArgs) -> anyhow::Result<ExitCode> {
     }
     let engine = open(&a.store).await?;
     let appended = engine
-        .append_message(&a.store.tenant, &a.id, value)
+        .append_message(ConversationRef::new(&a.store.tenant, &a.id), value)
         .await
         .map_err(engine_err)?;
     if appended.duplicate {
@@ -292,7 +293,7 @@ pub async fn context(a: ContextArgs) -> anyhow::Result<ExitCode> {
         summary: None,
     };
     let out = engine
-        .context(&a.store.tenant, &a.id, &req)
+        .context(ConversationRef::new(&a.store.tenant, &a.id), &req)
         .await
         .map_err(engine_err)?;
     crate::commands::render::print_output(&out, a.stats)?;
@@ -367,7 +368,7 @@ pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot create {}", path.display()))?;
             let mut w = std::io::BufWriter::new(file);
             let n = engine
-                .export(&a.store.tenant, &a.id, &mut w)
+                .export(ConversationRef::new(&a.store.tenant, &a.id), &mut w)
                 .await
                 .map_err(engine_err)?;
             eprintln!("exported {n} lines to {}", path.display());
@@ -376,7 +377,7 @@ pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         None => {
             let mut w = std::io::BufWriter::new(std::io::stdout());
             engine
-                .export(&a.store.tenant, &a.id, &mut w)
+                .export(ConversationRef::new(&a.store.tenant, &a.id), &mut w)
                 .await
                 .map_err(engine_err)?
         }
