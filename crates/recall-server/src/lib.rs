@@ -29,7 +29,7 @@ pub mod gateway;
 pub mod guard;
 mod mcp;
 pub mod metrics;
-mod openapi;
+pub mod openapi;
 mod ops;
 mod pages;
 pub mod rate;

@@ -1,10 +1,14 @@
 //! The OpenAPI document, generated from the handlers' annotations and the view types.
+//!
+//! A copy is kept in `clients/openapi.json`, the spec the Python and TypeScript clients are
+//! generated from; `tests/openapi_file.rs` fails when the two differ.
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::views::*;
 
+/// The API's paths and schemas, from the handlers' `utoipa::path` annotations.
 #[derive(OpenApi)]
 #[openapi(
     info(title = "recall", description = "Conversation memory for LLM apps and agents."),
@@ -68,4 +72,13 @@ impl Modify for BearerAuth {
             ),
         );
     }
+}
+
+/// The OpenAPI document `GET /openapi.json` serves, as pretty JSON ending in a newline: the
+/// text of `clients/openapi.json`.
+pub fn document() -> String {
+    let mut text =
+        serde_json::to_string_pretty(&ApiDoc::openapi()).expect("the OpenAPI document is JSON");
+    text.push('\n');
+    text
 }

@@ -8,7 +8,6 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::json;
-use utoipa::OpenApi;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -54,7 +53,10 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 
 /// This document.
 pub async fn openapi() -> impl IntoResponse {
-    Json(crate::openapi::ApiDoc::openapi())
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::document(),
+    )
 }
 
 pub async fn no_route(method: Method, uri: Uri) -> ApiError {
