@@ -1,0 +1,1 @@
+"""Memory inside agent frameworks: each module imports its framework only when imported."""
