@@ -1,0 +1,259 @@
+// @ts-check
+/**
+ * A `Session` of the OpenAI Agents SDK for TypeScript (`@openai/agents`) kept in a recall
+ * conversation, as `recall_client.integrations.openai_agents` is for Python.
+ *
+ * @example
+ * import { Agent, run } from "@openai/agents";
+ * import { Recall } from "recall-client";
+ * import { RecallSession } from "recall-client/agents";
+ * const session = new RecallSession({ client: new Recall() });  // a new conversation on first use
+ * await run(agent, "My sister's dog is Biscuit.", { session });
+ *
+ * Every item is one recall message: the item itself, unchanged, in `metadata.agents_item`,
+ * and its content in recall's model (text, `tool_use` for a function call,
+ * `tool_result` for its result, `thinking` for reasoning), so that recall's context, search
+ * and recall read it. `getItems` gives the items back as they were added; with `context`
+ * (the policy fields of `POST …/context`) it returns recall's selection instead: the summary
+ * (a system message, first), the window's items, and the recalled earlier messages (a system
+ * message just before the newest user message), looked up for `session.query` when set, else
+ * for the newest stored user message. `popItem` redacts the newest message; `clearSession`
+ * clears the conversation.
+ *
+ * @module
+ */
+
+import { Recall } from "./index.js";
+
+/** Where a stored message keeps its item. */
+export const ITEM_KEY = "agents_item";
+const SECTIONS = ["<conversation_summary>", "<recalled_messages>"];
+
+/** @typedef {Record<string, any>} Item an `AgentInputItem` */
+
+/**
+ * The recall message that stores an item.
+ * @param {Item} item
+ * @returns {import("./index.js").MessageInput}
+ */
+export function itemToMessage(item) {
+  /** @type {Array<Record<string, unknown>>} */
+  let content = [];
+  /** @type {"user" | "assistant" | "system"} */
+  let role = "assistant";
+  const type = item.type ?? "message";
+  if (type === "message" && item.role) {
+    role = item.role === "system" ? "system" : item.role === "user" ? "user" : "assistant";
+    content = parts(item.content);
+  } else if (type === "function_call") {
+    content = [{ type: "tool_use", id: item.callId, name: item.name, input: args(item.arguments) }];
+  } else if (type === "function_call_result") {
+    role = "user";
+    content = [{ type: "tool_result", tool_use_id: item.callId, content: outputText(item.output) }];
+  } else if (type === "reasoning") {
+    const text = (item.content ?? []).map((/** @type {any} */ c) => c?.text ?? "").join("\n");
+    if (text.trim()) content = [{ type: "thinking", thinking: text }];
+  }
+  // recall refuses a message with nothing but thinking in it; any other item keeps its place
+  // with a block of its own type, which the text formats leave out.
+  if (!content.some((b) => b.type !== "thinking")) content.push({ type: "agents_item", item_type: type });
+  return { role, content, metadata: { [ITEM_KEY]: item } };
+}
+
+/**
+ * The items of a stored message: the item it was stored from, else (a message another
+ * interface wrote) its text, tool calls and tool results.
+ * @param {Record<string, any>} message
+ * @returns {Item[]}
+ */
+export function messageToItems(message) {
+  const meta = message.metadata ?? {};
+  if (ITEM_KEY in meta) return [meta[ITEM_KEY]];
+  const role = message.role ?? "user";
+  if (typeof message.content === "string") return [textItem(role, message.content)];
+  /** @type {Item[]} */
+  const items = [];
+  const blocks = /** @type {any[]} */ (message.content ?? []);
+  const text = blocks.filter((b) => b.type === "text").map((b) => b.text).join("\n");
+  if (text) items.push(textItem(role, text));
+  for (const b of blocks) {
+    if (b.type === "tool_use") items.push({ type: "function_call", callId: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}), status: "completed" });
+    if (b.type === "tool_result") {
+      const out = typeof b.content === "string" ? b.content : (b.content ?? []).map((/** @type {any} */ x) => x.text ?? "").join("\n");
+      items.push({ type: "function_call_result", callId: b.tool_use_id, name: "", status: "completed", output: { type: "text", text: out } });
+    }
+  }
+  return items;
+}
+
+/**
+ * @param {string} role
+ * @param {string} text
+ * @returns {Item}
+ */
+function textItem(role, text) {
+  if (role === "assistant") return { type: "message", role, status: "completed", content: [{ type: "output_text", text }] };
+  return { type: "message", role, content: text };
+}
+
+/**
+ * @typedef {object} RecallSessionOptions
+ * @property {string} [sessionId] the recall conversation's id (default: a new conversation,
+ *   made on first use)
+ * @property {Recall} [client] default: `new Recall()` (RECALL_URL, RECALL_API_KEY)
+ * @property {import("./index.js").PolicyOverrides} [context] policy fields: `getItems`
+ *   returns recall's selection instead of every item
+ * @property {string} [title] the title of a conversation this session creates
+ */
+
+/** An Agents SDK session stored in a recall conversation. */
+export class RecallSession {
+  /** @param {RecallSessionOptions} [options] */
+  constructor(options = {}) {
+    /** @type {string} */
+    this.sessionId = options.sessionId ?? "";
+    this.client = options.client ?? new Recall();
+    this.context = options.context;
+    /** What recall looks for when `context` is set (default: the newest stored user message). @type {string | undefined} */
+    this.query = undefined;
+    this.title = options.title;
+  }
+
+  /** The conversation's id, made on first use when the session was given none. @returns {Promise<string>} */
+  async getSessionId() {
+    if (!this.sessionId) {
+      const c = await this.client.createConversation({ title: this.title ?? "openai-agents session" });
+      this.sessionId = c.id;
+    }
+    return this.sessionId;
+  }
+
+  /**
+   * Every stored item in order (the newest `limit` when given), or recall's selection.
+   * @param {number} [limit]
+   * @returns {Promise<any[]>}
+   */
+  async getItems(limit) {
+    const id = await this.getSessionId();
+    /** @type {Item[]} */
+    let items = [];
+    if (this.context) items = await this.#selected(id);
+    else for await (const m of this.client.iterMessages(id)) if (m.status !== "redacted") items.push(...messageToItems(m.message));
+    if (limit !== undefined) items = limit > 0 ? items.slice(-limit) : [];
+    return items;
+  }
+
+  /**
+   * Stores the items in order, all or none (one batch).
+   * @param {any[]} items
+   * @returns {Promise<void>}
+   */
+  async addItems(items) {
+    if (!items.length) return;
+    const id = await this.getSessionId();
+    const batch = items.map((it) => ({ ...itemToMessage(it), id: `agents-${crypto.randomUUID()}` }));
+    await this.client.appendMessages(id, batch);
+  }
+
+  /** Removes the newest item: its message is redacted. @returns {Promise<any | undefined>} */
+  async popItem() {
+    const id = await this.getSessionId();
+    /** @type {import("./index.js").MessageView | undefined} */
+    let newest;
+    for await (const m of this.client.iterMessages(id)) if (m.status !== "redacted") newest = m;
+    if (!newest) return undefined;
+    await this.client.redact(id, newest.seq);
+    return messageToItems(/** @type {any} */ (newest.message)).at(-1);
+  }
+
+  /** Removes every item. @returns {Promise<void>} */
+  async clearSession() {
+    if (this.sessionId) await this.client.clearConversation(this.sessionId);
+  }
+
+  /**
+   * @param {string} id
+   * @returns {Promise<Item[]>}
+   */
+  async #selected(id) {
+    /** @type {import("./index.js").ContextBody} */
+    const body = { ...this.context, format: "openai" };
+    if (this.query) body.query = this.query;
+    const ctx = await this.client.context(id, body);
+    const [summary, recalled] = sections(ctx.prompt);
+    /** @type {Item[]} */
+    const items = [];
+    if (summary) items.push({ type: "message", role: "system", content: summary });
+    if (ctx.window) {
+      for await (const m of this.client.iterMessages(id, { after: ctx.window.first_seq - 1 })) {
+        if (m.seq > ctx.window.last_seq) break;
+        if (m.status !== "redacted") items.push(...messageToItems(/** @type {any} */ (m.message)));
+      }
+    }
+    if (recalled) {
+      let at = items.length;
+      items.forEach((it, i) => {
+        if (it.role === "user" && (it.type ?? "message") === "message") at = i;
+      });
+      items.splice(at, 0, { type: "message", role: "system", content: recalled });
+    }
+    return items;
+  }
+}
+
+/**
+ * @param {unknown} content
+ * @returns {Array<Record<string, unknown>>}
+ */
+function parts(content) {
+  if (typeof content === "string") return content.trim() ? [{ type: "text", text: content }] : [];
+  /** @type {Array<Record<string, unknown>>} */
+  const out = [];
+  for (const p of /** @type {any[]} */ (content ?? [])) {
+    if (p?.type === "input_text" || p?.type === "output_text" || p?.type === "text") {
+      if (String(p.text ?? "").trim()) out.push({ type: "text", text: p.text });
+    } else if (p?.type === "refusal") out.push({ type: "text", text: String(p.refusal ?? "") });
+    else if (p && typeof p === "object") out.push({ ...p });
+  }
+  return out;
+}
+
+/** @param {unknown} raw */
+function args(raw) {
+  if (typeof raw !== "string") return raw ?? {};
+  try {
+    return raw.trim() ? JSON.parse(raw) : {};
+  } catch {
+    return raw;
+  }
+}
+
+/** @param {any} output */
+function outputText(output) {
+  if (typeof output === "string") return output;
+  if (output?.type === "text") return String(output.text ?? "");
+  return JSON.stringify(output);
+}
+
+/**
+ * The summary and recalled sections of an `openai`-format prompt, as recall rendered them.
+ * @param {any} prompt
+ * @returns {[string, string]}
+ */
+function sections(prompt) {
+  /** @type {Record<string, string>} */
+  const found = {};
+  for (const msg of prompt?.messages ?? []) {
+    const texts = typeof msg.content === "string" ? [msg.content] : (msg.content ?? []).map((/** @type {any} */ b) => b?.text ?? "");
+    for (const t of texts) {
+      for (const s of SECTIONS) {
+        const start = t.indexOf(s);
+        if (start < 0) continue;
+        const close = "</" + s.slice(1);
+        const end = t.indexOf(close, start);
+        found[s] = end >= 0 ? t.slice(start, end + close.length) : t.slice(start);
+      }
+    }
+  }
+  return [found[SECTIONS[0]] ?? "", found[SECTIONS[1]] ?? ""];
+}
