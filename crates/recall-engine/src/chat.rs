@@ -117,6 +117,22 @@ impl Engine {
     /// backend's context format and the conversation's policy. `next` is a user message to
     /// add after the stored history without storing it (a preview of the next turn); with
     /// `None` the stored history must already end with the user message.
+    /// Checks that `overrides` over the conversation's policy and `backend`'s format defaults
+    /// make a valid policy (`recall_tokens` under `max_tokens`, …): a turn calls it before it
+    /// stores or forks anything, so a bad policy is a refused request that changes nothing
+    /// rather than an error after the user message is stored.
+    pub(crate) async fn check_turn_policy(
+        &self,
+        c: ConversationRef<'_>,
+        backend: &dyn Backend,
+        overrides: &PolicyOverrides,
+    ) -> Result<(), EngineError> {
+        let conversation = self.store.get_conversation(c.tenant, c.id).await?;
+        let mut req = ContextRequest::new(backend.context_format());
+        req.overrides = overrides.clone();
+        crate::resolve(&conversation, &req).map(|_| ())
+    }
+
     pub async fn chat_request(
         &self,
         c: ConversationRef<'_>,
@@ -146,9 +162,9 @@ impl Engine {
     /// `partial` after an error or when `cancel` fires. Tool results a backend produced itself
     /// (the Claude Code CLI) are stored as a user message after the reply.
     ///
-    /// `Err` means nothing was sent: the conversation does not exist or the message is
-    /// invalid (then nothing is stored), or the context could not be built (the user message
-    /// is stored). Backend failures end in `Ok` with [`TurnOutcome::error`] set. Run it to
+    /// `Err` means nothing was sent: the conversation does not exist, the message or the
+    /// policy is invalid (then nothing is stored), or the context could not be built (the user
+    /// message is stored). Backend failures end in `Ok` with [`TurnOutcome::error`] set. Run it to
     /// completion — in its own task when the caller may go away — and stop it with `cancel`:
     /// a dropped future cannot save the reply's last part.
     pub async fn chat_turn(
@@ -161,8 +177,10 @@ impl Engine {
     ) -> Result<TurnOutcome, EngineError> {
         let ConversationRef { tenant, id } = conv;
         let user = self.user_message(&turn)?;
-        // Check the conversation before storing anything, so a wrong id changes nothing.
-        self.store.get_conversation(tenant, id).await?;
+        // Check the conversation and the policy before storing anything, so a wrong id or a
+        // bad limit changes nothing.
+        self.check_turn_policy(conv, backend, &turn.overrides)
+            .await?;
         let stored = self
             .store
             .append(tenant, id, vec![NewMessage::complete(user)])

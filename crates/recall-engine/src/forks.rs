@@ -122,6 +122,9 @@ impl Engine {
     ) -> Result<Branched, EngineError> {
         let ConversationRef { tenant, id } = conv;
         let m = self.body_message_at(tenant, id, seq).await?;
+        // A bad policy leaves no fork behind.
+        self.check_turn_policy(conv, backend, &turn.overrides)
+            .await?;
         if m.message.role == Role::User {
             let conversation = self
                 .get_conversation(ConversationRef::new(tenant, id))
@@ -197,8 +200,10 @@ impl Engine {
                  sent; to regenerate a reply, retry it"
             )));
         }
-        // Checked before the fork, so a bad message leaves no fork behind.
+        // Checked before the fork, so a bad message or policy leaves no fork behind.
         self.user_message(&turn)?;
+        self.check_turn_policy(conv, backend, &turn.overrides)
+            .await?;
         let fork = self
             .fork_conversation(ConversationRef::new(tenant, id), seq - 1, None)
             .await?;

@@ -598,6 +598,14 @@ async fn bad_chat_bodies_are_refused_and_change_nothing(b: Backend) {
             "invalid_request",
             "empty",
         ),
+        // Each field is valid alone; together they are not a policy. Refused before the user
+        // message is stored (it was stored, then an `error` event, before 2026-11-29).
+        (
+            b"{\"content\": \"x\", \"max_tokens\": 10, \"recall_tokens\": 20}".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "recall_tokens (20) must be less than max_tokens (10)",
+        ),
     ];
     for (body, status, kind, says) in cases {
         let shown = String::from_utf8_lossy(&body[..body.len().min(60)]).to_string();
@@ -639,6 +647,11 @@ async fn bad_chat_bodies_are_refused_and_change_nothing(b: Backend) {
             "{\"type\": \"user_message\", \"content\": \"\"}".to_string(),
             "empty",
         ),
+        (
+            "{\"type\": \"user_message\", \"content\": \"x\", \"max_tokens\": 10, \"recall_tokens\": 20}"
+                .to_string(),
+            "recall_tokens (20) must be less than max_tokens (10)",
+        ),
     ] {
         ws.send(Message::text(frame.clone())).await.unwrap();
         let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
@@ -654,6 +667,37 @@ async fn bad_chat_bodies_are_refused_and_change_nothing(b: Backend) {
         );
     }
     ws.close(None).await.ok();
+
+    // Retry and edit refuse a bad policy before they fork.
+    for (route, body) in [
+        (
+            "retry",
+            json!({"seq": 1, "max_tokens": 10, "recall_tokens": 20}),
+        ),
+        (
+            "edit",
+            json!({"seq": 1, "content": "y", "max_tokens": 10, "recall_tokens": 20}),
+        ),
+    ] {
+        let r = s
+            .post(&format!("/v1/conversations/{id}/{route}"), &s.key_a, body)
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{route}: {}",
+            r.text
+        );
+        assert!(
+            r.message().contains("recall_tokens (20)"),
+            "{route}: {}",
+            r.text
+        );
+    }
+    let forks = s
+        .get(&format!("/v1/conversations/{id}/forks"), &s.key_a)
+        .await;
+    assert_eq!(forks.json["data"], json!([]), "no fork was made");
 
     assert_eq!(s.stored(TENANT_A, &id).await, before, "nothing was stored");
     let r = s.get(&format!("/v1/conversations/{id}"), &s.key_a).await;
