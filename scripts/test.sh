@@ -53,6 +53,11 @@ else
   echo "== nothing was skipped"
 fi
 rm -f "$skip_log"
+# --- clients (begin) ---
+# The Python and TypeScript clients against the recall binary cargo test built.
+step "clients (Python and TypeScript)"
+RECALL_BIN="$PWD/target/debug/recall" bash scripts/test-clients.sh || status=$?
+# --- clients (end) ---
 # --- deployment check (begin) ---
 # docs/DEPLOY.md done for real: PostgreSQL with Debian's default authentication, recall.toml
 # and keys, the systemd unit's command, nginx with TLS in front (scripts/deploy-check.sh).
