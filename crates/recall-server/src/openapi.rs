@@ -76,9 +76,8 @@ impl Modify for BearerAuth {
 
 /// The OpenAPI document `GET /openapi.json` serves, as pretty JSON ending in a newline: the
 /// text of `clients/openapi.json`.
-pub fn document() -> String {
-    let mut text =
-        serde_json::to_string_pretty(&ApiDoc::openapi()).expect("the OpenAPI document is JSON");
+pub fn document() -> Result<String, serde_json::Error> {
+    let mut text = ApiDoc::openapi().to_pretty_json()?;
     text.push('\n');
-    text
+    Ok(text)
 }

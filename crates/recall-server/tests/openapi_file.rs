@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[test]
 fn the_clients_spec_is_the_served_document() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../clients/openapi.json");
-    let served = recall_server::openapi::document();
+    let served = recall_server::openapi::document().expect("the OpenAPI document is JSON");
     if std::env::var("RECALL_UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
         std::fs::write(&path, &served).expect("write clients/openapi.json");
         return;
