@@ -149,28 +149,22 @@ if [ "$(cat "$py_clients/.requirements.sha256" 2>/dev/null)" != "$py_clients_sum
     log "warning: $py_clients_req not installed; the Python client's tests will fail"
   fi
 fi
-ts_lock=clients/typescript/package-lock.json
-ts_sum="$(sha256sum "$ts_lock" | cut -d' ' -f1)"
-if [ "$(cat clients/typescript/node_modules/.lock.sha256 2>/dev/null)" != "$ts_sum" ]; then
-  log "installing the TypeScript client's devDependencies (npm ci in clients/typescript)"
-  if npm ci --prefix clients/typescript --no-audit --no-fund --loglevel=error; then
-    printf '%s\n' "$ts_sum" >clients/typescript/node_modules/.lock.sha256
+# npm_ci_stamped DIR WHO: `npm ci` in DIR unless its node_modules came from the same lock.
+npm_ci_stamped() {
+  local sum
+  sum="$(sha256sum "$1/package-lock.json" | cut -d' ' -f1)"
+  [ "$(cat "$1/node_modules/.lock.sha256" 2>/dev/null)" = "$sum" ] && return 0
+  log "installing $2 (npm ci in $1)"
+  if npm ci --prefix "$1" --no-audit --no-fund --loglevel=error; then
+    printf '%s\n' "$sum" >"$1/node_modules/.lock.sha256"
   elif [ "${CI:-}" = "true" ]; then
-    log "could not install the TypeScript client's devDependencies and CI runs its tests"; exit 1
+    log "could not install $2 and CI runs their tests"; exit 1
   else
-    log "warning: the TypeScript client's devDependencies are not installed; its tests will fail"
+    log "warning: $2 not installed; their tests will fail"
   fi
-fi
-ex_lock=examples/typescript/package-lock.json
-ex_sum="$(sha256sum "$ex_lock" | cut -d' ' -f1)"
-if [ "$(cat examples/typescript/node_modules/.lock.sha256 2>/dev/null)" != "$ex_sum" ]; then
-  log "installing the TypeScript examples' dependencies (npm ci in examples/typescript)"
-  if npm ci --prefix examples/typescript --no-audit --no-fund --loglevel=error; then
-    printf '%s\n' "$ex_sum" >examples/typescript/node_modules/.lock.sha256
-  elif [ "${CI:-}" = "true" ]; then
-    log "could not install the TypeScript examples' dependencies and CI runs them"; exit 1
-  fi
-fi
+}
+npm_ci_stamped clients/typescript "the TypeScript client's devDependencies"
+npm_ci_stamped examples/typescript "the TypeScript examples' dependencies"
 # --- clients (end) ---
 # --- local models: llama-server + Qwen2.5-Coder-1.5B and all-MiniLM-L6-v2 (begin) ---
 # Kept in ${XDG_CACHE_HOME:-~/.cache}/recall, never in the work tree. The real-model tests

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
@@ -15,7 +14,7 @@ from langchain_openai import ChatOpenAI
 import recall_client as rc
 from recall_client.integrations.langchain import RecallChatMessageHistory, RecallRetriever
 
-from .wire import ScriptedChat, text
+from .wire import ScriptedChat, recording_chat_model, text
 
 TURNS = [
     "My sister Ingrid adopted a retired greyhound called Biscuit.",
@@ -35,12 +34,7 @@ def _chain(model):
 
 def test_a_fact_from_turn_1_reaches_the_models_request_in_turn_3(server, local_model):
     seen: list[dict] = []
-
-    def record(request: httpx.Request) -> None:
-        if request.url.path.endswith("/chat/completions"):
-            seen.append(json.loads(request.content))
-
-    model = ChatOpenAI(base_url=local_model.base_url, api_key="local", model=local_model.model, max_tokens=48, temperature=0, http_client=httpx.Client(event_hooks={"request": [record]}, timeout=300))
+    model = recording_chat_model(local_model.base_url, local_model.model, seen, max_tokens=48)
     client = rc.Recall(server.url, server.key)
     histories: dict[str, RecallChatMessageHistory] = {}
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import uuid
 
-import httpx
 import pytest
-from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore, InvalidNamespaceError
 
 import recall_client as rc
 from recall_client.integrations.langgraph import RecallStore
+
+from .wire import recording_chat_model
 
 
 def test_put_get_search_delete_and_namespaces(server):
@@ -72,12 +72,7 @@ async def test_the_async_operations(server):
 
 def test_a_fact_from_turn_1_reaches_the_models_request_in_turn_3(server, local_model):
     seen: list[dict] = []
-
-    def record(request: httpx.Request) -> None:
-        if request.url.path.endswith("/chat/completions"):
-            seen.append(json.loads(request.content))
-
-    model = ChatOpenAI(base_url=local_model.base_url, api_key="local", model=local_model.model, max_tokens=32, temperature=0, http_client=httpx.Client(event_hooks={"request": [record]}, timeout=300))
+    model = recording_chat_model(local_model.base_url, local_model.model, seen, max_tokens=32)
     user = uuid.uuid4().hex[:8]
 
     def remember(state: MessagesState, *, store: BaseStore) -> dict:

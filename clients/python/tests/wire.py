@@ -54,3 +54,17 @@ class ScriptedChat:
 
     def close(self) -> None:
         self._httpd.shutdown()
+
+
+def recording_chat_model(base_url: str, model: str, seen: list[dict[str, Any]], max_tokens: int = 48):
+    """LangChain's ChatOpenAI on ``base_url`` that appends every chat-completions request body
+    it sends to ``seen`` (what the model was given)."""
+    import httpx
+    from langchain_openai import ChatOpenAI
+
+    def record(request: httpx.Request) -> None:
+        if request.url.path.endswith("/chat/completions"):
+            seen.append(json.loads(request.content))
+
+    http = httpx.Client(event_hooks={"request": [record]}, timeout=300)
+    return ChatOpenAI(base_url=base_url, api_key="local", model=model, max_tokens=max_tokens, temperature=0, http_client=http)

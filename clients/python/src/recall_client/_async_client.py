@@ -33,9 +33,11 @@ def _seg(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-def _body(model: type[_T], given: _T | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+def _body(model: type[_T], given: _T | Mapping[str, Any] | None, fields: Mapping[str, Any], *, keep_none: bool = False) -> dict[str, Any]:
     """A request body checked against its model before it is sent: an unknown field or a
-    value of the wrong type raises :class:`InvalidRequestError` here, without a request."""
+    value of the wrong type raises :class:`InvalidRequestError` here, without a request.
+    Fields left unset are not sent; ``None`` is sent only with ``keep_none`` (where it
+    clears a setting)."""
     if given is not None and fields:
         raise TypeError("pass a body model or keyword fields, not both")
     try:
@@ -45,7 +47,7 @@ def _body(model: type[_T], given: _T | Mapping[str, Any] | None, fields: Mapping
             obj = model.model_validate(dict(given or fields))
     except pydantic.ValidationError as e:
         raise InvalidRequestError(422, "invalid_request", str(e)) from None
-    return obj.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+    return obj.model_dump(mode="json", exclude_unset=True, exclude_none=not keep_none)
 
 
 def _query(**params: Any) -> dict[str, Any]:
@@ -201,14 +203,7 @@ class AsyncRecall:
     async def update_conversation(self, id: str, body: m.UpdateConversation | Mapping[str, Any] | None = None, /, **fields: Any) -> m.ConversationView:
         """``PATCH /v1/conversations/{id}``: the title, system prompt, metadata or default
         policy (``None`` for ``title``, ``system_prompt`` or ``policy`` clears it)."""
-        # `None` is meaningful here (it clears a setting): only unset fields are left out.
-        if body is not None and fields:
-            raise TypeError("pass a body model or keyword fields, not both")
-        try:
-            obj = body if isinstance(body, pydantic.BaseModel) else m.UpdateConversation.model_validate(dict(body or fields))
-        except pydantic.ValidationError as e:
-            raise InvalidRequestError(422, "invalid_request", str(e)) from None
-        payload = obj.model_dump(mode="json", exclude_unset=True)
+        payload = _body(m.UpdateConversation, body, fields, keep_none=True)
         data = await self._json("PATCH", f"/v1/conversations/{_seg(id)}", body=payload)
         return m.ConversationView.model_validate(data)
 
@@ -338,7 +333,8 @@ class AsyncRecall:
 
     @route("POST", "/v1/tasks")
     async def create_task(self, body: m.CreateTaskArgs | Mapping[str, Any] | None = None, /, **fields: Any) -> m.TaskCreated:
-        """``POST /v1/tasks``: a task for an agent, with its title, details and history."""
+        """``POST /v1/tasks``: a task for a sub-agent (``description``, ``priority``,
+        ``conversation_history``…) and its brief."""
         data = await self._json("POST", "/v1/tasks", body=_body(m.CreateTaskArgs, body, fields))
         return m.TaskCreated.model_validate(data)
 
