@@ -38,6 +38,13 @@ def test_chat_streams_and_stores_both_messages(chat_server):
             list(r.chat(c.id, "x", max_tokens=10, recall_tokens=20))
         assert "recall_tokens" in e.value.message
         assert r.get_conversation(c.id).message_count == 2
+        # The sync WebSocket (websockets' sync client).
+        with r.chat_ws(c.id) as ws:
+            _turn(ws.turn("Name a colour.", **OPTS))
+        assert r.get_conversation(c.id).message_count == 4
+        with pytest.raises(rc.NotFoundError):
+            with r.chat_ws("no-such-conversation"):
+                pass
 
 
 async def test_async_chat_websocket_retry_and_edit(chat_server):
