@@ -158,7 +158,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
+        .route("/openapi.json", get(openapi::serve))
         .fallback(ops::no_route)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -3,8 +3,12 @@
 //! A copy is kept in `clients/openapi.json`, the spec the Python and TypeScript clients are
 //! generated from; `tests/openapi_file.rs` fails when the two differ.
 
+use axum::http::header;
+use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
+
+use crate::error::ApiError;
 
 use crate::views::*;
 
@@ -80,4 +84,13 @@ pub fn document() -> Result<String, serde_json::Error> {
     let mut text = ApiDoc::openapi().to_pretty_json()?;
     text.push('\n');
     Ok(text)
+}
+
+/// `GET /openapi.json`: [`document`].
+pub(crate) async fn serve() -> Result<impl IntoResponse, ApiError> {
+    let text = document().map_err(|e| {
+        tracing::error!(error = %e, "the OpenAPI document did not serialise");
+        ApiError::internal()
+    })?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], text))
 }

@@ -51,15 +51,6 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     )
 }
 
-/// This document.
-pub async fn openapi() -> Result<impl IntoResponse, ApiError> {
-    let text = crate::openapi::document().map_err(|e| {
-        tracing::error!(error = %e, "the OpenAPI document did not serialise");
-        ApiError::internal()
-    })?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], text))
-}
-
 pub async fn no_route(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!("no route for {}", crate::describe(&method, &uri)))
 }
