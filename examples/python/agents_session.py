@@ -7,7 +7,7 @@ Needs: `recall serve` (RECALL_URL, RECALL_API_KEY) and an OpenAI-compatible mode
 import asyncio
 import os
 
-from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from openai import AsyncOpenAI
 
 from recall_client.integrations.openai_agents import RecallSession
@@ -15,7 +15,7 @@ from recall_client.integrations.openai_agents import RecallSession
 set_tracing_disabled(True)
 llm = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "local"))
 model = OpenAIChatCompletionsModel(model=os.environ.get("OPENAI_MODEL", "local"), openai_client=llm)
-agent = Agent(name="assistant", instructions="Answer in one short sentence.", model=model)
+agent = Agent(name="assistant", instructions="Answer in one short sentence.", model=model, model_settings=ModelSettings(max_tokens=64, temperature=0))
 
 
 async def main() -> None:

@@ -8,7 +8,7 @@ import json
 
 import httpx
 import pytest
-from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
 import recall_client as rc
@@ -74,7 +74,7 @@ TURN_3 = "What is my sister's dog called?"
 
 async def test_a_fact_from_turn_1_reaches_the_models_request_in_turn_3(server, local_model):
     seen: list[dict] = []
-    agent = Agent(name="assistant", instructions="Answer in one short sentence.", model=_recording_model(local_model.base_url, local_model.model, seen))
+    agent = Agent(name="assistant", instructions="Answer in one short sentence.", model=_recording_model(local_model.base_url, local_model.model, seen), model_settings=ModelSettings(max_tokens=32, temperature=0))
     async with rc.AsyncRecall(server.url, server.key) as client:
         s = RecallSession(client=client)
         for turn in (TURN_1, TURN_2, TURN_3):
