@@ -46,8 +46,15 @@ async def test_items_round_trip_losslessly_and_pop_and_clear(server):
 
         assert await s.pop_item() == ITEMS[-1]
         assert await s.get_items() == ITEMS[:-1]
+        # Read back from the end: the newest items, past redacted messages, as read whole.
+        assert await s.pop_item() == ITEMS[-2]
+        for limit in (1, 3, 5, 6, 7, 20):
+            assert await s.get_items(limit=limit) == ITEMS[:-2][-limit:], limit
+        await s.add_items(ITEMS[-2:])
+        assert await s.get_items() == ITEMS[:-2] + ITEMS[-2:]
         await s.clear_session()
         assert await s.get_items() == []
+        assert await s.get_items(limit=3) == []
         assert await s.pop_item() is None
 
 

@@ -18,7 +18,8 @@
  * (a system message, first), the window's items, and the recalled earlier messages (a system
  * message just before the newest user message), looked up for `session.query` when set, else
  * for the newest stored user message. `popItem` redacts the newest message; `clearSession`
- * clears the conversation.
+ * clears the conversation. `popItem` and `getItems(limit)` read back from the end of the
+ * conversation, not the whole of it.
  *
  * @module
  */
@@ -138,9 +139,31 @@ export class RecallSession {
     /** @type {Item[]} */
     let items = [];
     if (this.context) items = await this.#selected(id);
+    else if (limit !== undefined) items = (await this.#tail(id, limit)).flatMap(([, its]) => its);
     else for await (const m of this.client.iterMessages(id)) if (m.status !== "redacted") items.push(...messageToItems(m.message));
     if (limit !== undefined) items = limit > 0 ? items.slice(-limit) : [];
     return items;
+  }
+
+  /**
+   * The newest messages (not redacted) holding at least `want` items, or all of them: read
+   * back from the conversation's last seq in doubling spans, so a long conversation is not
+   * read whole for its last few items.
+   * @param {string} id
+   * @param {number} want
+   * @returns {Promise<Array<[import("./index.js").MessageView, Item[]]>>}
+   */
+  async #tail(id, want) {
+    const last = (await this.client.getConversation(id)).last_seq;
+    for (let span = Math.max(want, 1); ; span *= 2) {
+      const after = Math.max(0, last - span);
+      /** @type {Array<[import("./index.js").MessageView, Item[]]>} */
+      const got = [];
+      for await (const m of this.client.iterMessages(id, { after })) {
+        if (m.status !== "redacted") got.push([m, messageToItems(/** @type {any} */ (m.message))]);
+      }
+      if (after === 0 || got.reduce((n, [, its]) => n + its.length, 0) >= want) return got;
+    }
   }
 
   /**
@@ -158,12 +181,10 @@ export class RecallSession {
   /** Removes the newest item: its message is redacted. @returns {Promise<any | undefined>} */
   async popItem() {
     const id = await this.getSessionId();
-    /** @type {import("./index.js").MessageView | undefined} */
-    let newest;
-    for await (const m of this.client.iterMessages(id)) if (m.status !== "redacted") newest = m;
+    const newest = (await this.#tail(id, 1)).at(-1);
     if (!newest) return undefined;
-    await this.client.redact(id, newest.seq);
-    return messageToItems(/** @type {any} */ (newest.message)).at(-1);
+    await this.client.redact(id, newest[0].seq);
+    return newest[1].at(-1);
   }
 
   /** Removes every item. @returns {Promise<void>} */

@@ -44,8 +44,12 @@ test("items round-trip losslessly; pop and clear", async () => {
   assert.equal(stored[4].content[0].type, "tool_result");
   assert.deepEqual(await session.popItem(), ITEMS.at(-1));
   assert.deepEqual(await session.getItems(), ITEMS.slice(0, -1));
+  // Read back from the end: the newest items, past redacted messages, as read whole.
+  assert.deepEqual(await session.popItem(), ITEMS.at(-2));
+  for (const limit of [1, 3, 5, 6, 7, 20]) assert.deepEqual(await session.getItems(limit), ITEMS.slice(0, -2).slice(-limit), String(limit));
   await session.clearSession();
   assert.deepEqual(await session.getItems(), []);
+  assert.deepEqual(await session.getItems(3), []);
   assert.equal(await session.popItem(), undefined);
   await assert.rejects(new RecallSession({ sessionId: "nope", client }).getItems(), rc.NotFoundError);
 });

@@ -21,7 +21,8 @@ set (set it to the new input before a run: the SDK asks for history before it st
 input).
 
 ``pop_item`` redacts the newest message (recall never deletes one: its place stays, its content
-is erased); redacted messages are not items. ``clear_session`` clears the conversation.
+is erased); redacted messages are not items. ``pop_item`` and ``get_items(limit)`` read back
+from the end of the conversation, not the whole of it. ``clear_session`` clears the conversation.
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ class RecallSession(SessionABC):
         cid = await self.conversation_id()
         if self.context is not None:
             items = await self._selected(cid)
+        elif limit is not None:
+            items = [i for _, its in await self._tail(cid, limit) for i in its]
         else:
             items = []
             async for msg in self.client.iter_messages(cid):
@@ -136,6 +139,19 @@ class RecallSession(SessionABC):
         if limit is not None:
             items = items[-limit:] if limit > 0 else []
         return items
+
+    async def _tail(self, cid: str, want: int) -> list[tuple[m.MessageView, list[Any]]]:
+        """The newest messages (not redacted) holding at least ``want`` items, or all of them:
+        read back from the conversation's last seq in doubling spans, so a long conversation
+        is not read whole for its last few items."""
+        last = (await self.client.get_conversation(cid)).last_seq
+        span = max(want, 1)
+        while True:
+            after = max(0, last - span)
+            got = [(msg, message_to_item(msg.message)) async for msg in self.client.iter_messages(cid, after=after) if msg.status != "redacted"]
+            if after == 0 or sum(len(its) for _, its in got) >= want:
+                return got
+            span *= 2
 
     async def add_items(self, items: list[Any]) -> None:
         """Stores the items in order, all or none (one batch; a retry after a lost answer
@@ -153,14 +169,11 @@ class RecallSession(SessionABC):
     async def pop_item(self) -> Any | None:
         """Removes the newest item: its message is redacted (its content erased for good)."""
         cid = await self.conversation_id()
-        newest: m.MessageView | None = None
-        async for msg in self.client.iter_messages(cid):
-            if msg.status != "redacted":
-                newest = msg
-        if newest is None:
+        tail = await self._tail(cid, 1)
+        if not tail:
             return None
+        newest, items = tail[-1]
         await self.client.redact(cid, newest.seq)
-        items = message_to_item(newest.message)
         return items[-1] if items else None
 
     async def clear_session(self) -> None:
