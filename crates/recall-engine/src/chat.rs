@@ -113,10 +113,6 @@ pub struct PreparedRequest {
 }
 
 impl Engine {
-    /// Builds the request a backend would be sent for this conversation now, with the
-    /// backend's context format and the conversation's policy. `next` is a user message to
-    /// add after the stored history without storing it (a preview of the next turn); with
-    /// `None` the stored history must already end with the user message.
     /// Checks that `overrides` over the conversation's policy and `backend`'s format defaults
     /// make a valid policy (`recall_tokens` under `max_tokens`, …): a turn calls it before it
     /// stores or forks anything, so a bad policy is a refused request that changes nothing
@@ -133,6 +129,10 @@ impl Engine {
         crate::resolve(&conversation, &req).map(|_| ())
     }
 
+    /// Builds the request a backend would be sent for this conversation now, with the
+    /// backend's context format and the conversation's policy. `next` is a user message to
+    /// add after the stored history without storing it (a preview of the next turn); with
+    /// `None` the stored history must already end with the user message.
     pub async fn chat_request(
         &self,
         c: ConversationRef<'_>,
