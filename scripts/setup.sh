@@ -169,18 +169,12 @@ npm_ci_stamped examples/typescript "the TypeScript examples' dependencies"
 # --- local models: llama-server + Qwen2.5-Coder-1.5B and all-MiniLM-L6-v2 (begin) ---
 # Kept in ${XDG_CACHE_HOME:-~/.cache}/recall, never in the work tree. The real-model tests
 # (crates/recall-cli/tests/real_model.rs, crates/recall-embed/tests/rank.rs) need them.
-# RECALL_SETUP_SKIP_MODELS=1: the caller fetches them itself (scripts/test.sh does, beside
-# the Rust build, and waits for them before the tests).
-if [ "${RECALL_SETUP_SKIP_MODELS:-}" = 1 ]; then
-  log "local models: left to the caller (RECALL_SETUP_SKIP_MODELS=1)"
-else
 log "local models: scripts/models.sh fetch (the first time ~5-8 minutes: ~1.2 GB of downloads and a llama-server build; then nothing)"
 if ! bash scripts/models.sh fetch; then
   if [ "${CI:-}" = "true" ]; then
     log "scripts/models.sh fetch failed and CI runs the real-model tests"; exit 1
   fi
   log "warning: the local models are not installed; the real-model tests will be skipped"
-fi
 fi
 # --- local models (end) ---
 log "ok"

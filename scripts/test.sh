@@ -9,13 +9,7 @@ cd "$(dirname "$0")/.."
 step() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
 step "setup"
-# The local models (downloads and a llama-server build, minutes on a fresh machine) are
-# fetched beside everything up to the test build: models.sh builds at a lower priority, so it
-# takes the cores the Rust build leaves idle. The tests wait for it below.
-models_log="$(mktemp "${TMPDIR:-/tmp}/recall-models.XXXXXX")"
-bash scripts/models.sh fetch >"$models_log" 2>&1 &
-models_pid=$!
-RECALL_SETUP_SKIP_MODELS=1 bash scripts/setup.sh
+bash scripts/setup.sh
 
 # --- recall-store: the PostgreSQL role setup.sh made where password-less logins are refused (begin) ---
 if [ -z "${RECALL_TEST_PG_URL:-}" ] && [ -s .tools/pg-test-url ]; then
@@ -43,20 +37,6 @@ cargo check --manifest-path fuzz/Cargo.toml --bins --locked
 if [ "${CI:-}" = true ]; then
   export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261122}"
 fi
-step "cargo test --no-run (building the tests)"
-cargo test --workspace --locked --no-run
-step "waiting for the local models (scripts/models.sh fetch)"
-if wait "$models_pid"; then
-  sed 's/^/  /' "$models_log"
-else
-  cat "$models_log" >&2
-  if [ "${CI:-}" = true ]; then
-    echo "scripts/models.sh fetch failed and CI runs the real-model tests" >&2
-    exit 1
-  fi
-  echo "warning: the local models are not installed; the real-model tests will be skipped" >&2
-fi
-rm -f "$models_log"
 step "cargo test"
 # Tests that skip part of their work outside CI (no local model, no `claude`, no PostgreSQL)
 # say so in this file (recall_testkit::skipped); the summary below is where a reader sees it,
