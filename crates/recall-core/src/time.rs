@@ -33,7 +33,8 @@ pub struct BadTime(&'static str);
 /// milliseconds since the Unix epoch, UTC. `T` and `Z` may be lower case; the offset is `Z`
 /// or `±HH:MM` (`-00:00` is UTC). Fractions finer than a millisecond are cut to the
 /// millisecond (toward the past); a leap second (`:60`) is read as the last millisecond of its
-/// minute. Years 0000 to 9999, as RFC 3339 writes them.
+/// minute. Years 0000 to 9999, as RFC 3339 writes them, in UTC: a time an offset carries out of
+/// them is refused, since it could not be written back.
 pub fn parse_rfc3339(s: &str) -> Result<i64, BadTime> {
     let b = s.as_bytes();
     let digits = |at: usize, n: usize| -> Result<i64, BadTime> {
@@ -119,8 +120,22 @@ pub fn parse_rfc3339(s: &str) -> Result<i64, BadTime> {
     };
     let days = days_from_civil(year, month, day);
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
-    Ok(secs * 1000 + millis)
+    let ms = secs * 1000 + millis;
+    // An offset can carry a time written in year 0000 or 9999 out of those years in UTC, where
+    // it is stored: such a time would be written back as a year RFC 3339 cannot hold, and an
+    // export holding it could not be imported again.
+    if !(MIN_MS..=MAX_MS).contains(&ms) {
+        return Err(BadTime(
+            "the time falls outside the years 0000 to 9999 once its offset is applied (UTC)",
+        ));
+    }
+    Ok(ms)
 }
+
+/// `0000-01-01T00:00:00Z`, the earliest instant [`format_rfc3339`] writes as RFC 3339.
+const MIN_MS: i64 = -62_167_219_200_000;
+/// `9999-12-31T23:59:59.999Z`, the latest.
+const MAX_MS: i64 = 253_402_300_799_999;
 
 /// Writes milliseconds since the Unix epoch as RFC 3339 in UTC: `2023-05-08T13:56:00Z`, with
 /// `.SSS` only when the time has milliseconds. [`parse_rfc3339`] reads it back to the same
@@ -369,6 +384,14 @@ mod tests {
             ("2023-05-08T13:56:00+24:00", "offset out of range"),
             ("２023-05-08T13:56:00Z", "a digit was expected"),
             ("1683554160", "expected '-' after the year"),
+            (
+                "0000-01-01T00:30:00+23:59",
+                "the time falls outside the years 0000 to 9999 once its offset is applied (UTC)",
+            ),
+            (
+                "9999-12-31T23:59:59-00:01",
+                "the time falls outside the years 0000 to 9999 once its offset is applied (UTC)",
+            ),
         ] {
             assert_eq!(parse_rfc3339(s), Err(BadTime(why)), "{s}");
         }
