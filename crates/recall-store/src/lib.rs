@@ -85,7 +85,8 @@ pub use keys::{ApiKey, NewApiKey};
 pub use model::{
     core_measure, Appended, Conversation, ConversationRef, ConversationUpdate, Figures, ForkPoint,
     MessageStatus, MirrorSums, NewConversation, NewFork, NewMessage, NewVector, RecallChoice,
-    RecallHits, SearchHit, StoredMessage, StoredTask, VectorTodo, REDACTED_TEXT,
+    RecallHits, SearchHit, StoredMessage, StoredTask, VectorScope, VectorStatus, VectorTodo,
+    REDACTED_TEXT,
 };
 pub use options::{Durability, SqliteOptions};
 pub use postgres::PgStore;
@@ -338,6 +339,46 @@ pub trait Store: Send + Sync {
         dim: usize,
         vectors: Vec<NewVector>,
         progress: Vec<(String, i64)>,
+    ) -> Result<(), StoreError>;
+
+    /// Conversations of tenant `of` (`None`: of every tenant) with messages not embedded
+    /// under `model` yet (as `(tenant, id)`, in that order), after `after`, at most `limit`:
+    /// what a server catches up at start. A fork's history before its fork point counts as
+    /// its parent's.
+    async fn vectors_behind(
+        &self,
+        model: &str,
+        of: Option<&str>,
+        after: Option<ConversationRef<'_>>,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, StoreError>;
+
+    /// What is left to embed under `model` over `scope`: conversations and messages not
+    /// embedded yet. Another tenant's conversation is [`StoreError::ConversationNotFound`].
+    async fn vector_status(
+        &self,
+        scope: VectorScope<'_>,
+        model: &str,
+    ) -> Result<VectorStatus, StoreError>;
+
+    /// Takes (or, for the same `holder`, renews) the lease of the vector catch-up of
+    /// conversation `c` under `model` until `expires_at` (milliseconds since the Unix epoch),
+    /// so that two processes on one database embed each message once. `false`: another
+    /// holder's lease has not expired. Another tenant's conversation is not found.
+    async fn take_vector_lease(
+        &self,
+        c: ConversationRef<'_>,
+        model: &str,
+        holder: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Gives a vector lease up (nothing when `holder` does not hold it).
+    async fn release_vector_lease(
+        &self,
+        c: ConversationRef<'_>,
+        model: &str,
+        holder: &str,
     ) -> Result<(), StoreError>;
 
     /// Recall's semantic ranking: the stored vectors of `model` that `query` may reach (as in

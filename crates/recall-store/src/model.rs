@@ -262,6 +262,26 @@ pub struct VectorTodo {
     pub message: Message,
 }
 
+/// Which conversations [`crate::Store::vector_status`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VectorScope<'a> {
+    /// Every conversation of every tenant.
+    Store,
+    /// Every conversation of one tenant.
+    Tenant(&'a str),
+    /// One conversation.
+    Conversation(ConversationRef<'a>),
+}
+
+/// How far the vectors of one model are over a [`VectorScope`]: what is left to embed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct VectorStatus {
+    /// Conversations with messages not embedded yet.
+    pub conversations_behind: u64,
+    /// Messages not embedded yet (system messages included: the catch-up passes them).
+    pub messages_behind: u64,
+}
+
 /// A message's vector to save (`Store::save_vectors`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewVector {

@@ -53,6 +53,47 @@ pub(crate) const SAVE_VECTOR_PROGRESS: &str = "INSERT INTO vector_progress (conv
      DO UPDATE SET embedded_seq = excluded.embedded_seq \
      WHERE vector_progress.embedded_seq < excluded.embedded_seq";
 
+/// How far a conversation (`c`) is embedded under model `$1`: its own messages start after
+/// its `fork_seq` (a fork reads the rest from its parent, whose catch-up embeds them).
+const EMBEDDED_UPTO: &str = "CASE WHEN coalesce(p.embedded_seq, 0) > c.fork_seq \
+     THEN p.embedded_seq ELSE c.fork_seq END";
+
+/// Conversations of tenant `$5` (NULL: of every tenant) not embedded to their end under model
+/// `$1`, after tenant `$2` and id `$3` in (tenant, id) order, at most `$4`: tenant, id.
+pub(crate) fn vectors_behind_page_sql() -> String {
+    format!(
+        "SELECT c.tenant, c.id FROM conversations c \
+         LEFT JOIN vector_progress p ON p.conversation_id = c.id AND p.model = $1 \
+         WHERE c.last_seq > {EMBEDDED_UPTO} AND (c.tenant > $2 OR (c.tenant = $2 AND c.id > $3)) \
+         AND (CAST($5 AS TEXT) IS NULL OR c.tenant = $5) ORDER BY c.tenant, c.id LIMIT $4"
+    )
+}
+
+/// Under model `$1`, of tenant `$2` (NULL: every tenant) and conversation `$3` (NULL: every
+/// one): how many conversations have messages not embedded yet, and how many messages.
+pub(crate) fn vector_status_sql() -> String {
+    format!(
+        "SELECT count(DISTINCT c.id), count(m.seq) FROM conversations c \
+         LEFT JOIN vector_progress p ON p.conversation_id = c.id AND p.model = $1 \
+         JOIN messages m ON m.conversation_id = c.id AND m.seq > {EMBEDDED_UPTO} \
+         WHERE (CAST($2 AS TEXT) IS NULL OR c.tenant = $2) \
+         AND (CAST($3 AS TEXT) IS NULL OR c.id = $3)"
+    )
+}
+
+/// Takes the vector lease of tenant `$2`'s conversation `$1` under model `$3` for holder `$4`
+/// until `$5`, unless another holder's lease is live at `$6` (renews the holder's own). One
+/// row changed: taken.
+pub(crate) const TAKE_VECTOR_LEASE: &str = "INSERT INTO vector_leases (conversation_id, model, \
+     holder, expires_at) SELECT $1, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM conversations \
+     WHERE id = $1 AND tenant = $2) ON CONFLICT (conversation_id, model) DO UPDATE SET \
+     holder = excluded.holder, expires_at = excluded.expires_at \
+     WHERE vector_leases.holder = excluded.holder OR vector_leases.expires_at < $6";
+
+/// Gives up holder `$3`'s vector lease of conversation `$1` under model `$2`.
+pub(crate) const RELEASE_VECTOR_LEASE: &str =
+    "DELETE FROM vector_leases WHERE conversation_id = $1 AND model = $2 AND holder = $3";
+
 /// Conversation `$1` of tenant `$2`: its last seq and how far it is embedded under model `$3`.
 pub(crate) const VECTOR_PROGRESS: &str = "SELECT c.last_seq, coalesce(p.embedded_seq, 0) \
      FROM conversations c LEFT JOIN vector_progress p ON p.conversation_id = c.id \

@@ -13,7 +13,7 @@ use crate::keys::{ApiKey, NewApiKey};
 use crate::model::{
     Appended, Conversation, ConversationRef, ConversationUpdate, MirrorSums, NewConversation,
     NewFork, NewMessage, NewVector, RecallChoice, RecallHits, SearchHit, StoredMessage, StoredTask,
-    VectorTodo,
+    VectorScope, VectorStatus, VectorTodo,
 };
 use crate::ops::Driver;
 use crate::summaries::{self, NewSummary, StoredSummary};
@@ -258,6 +258,47 @@ impl<D: Driver> Store for D {
         progress: Vec<(String, i64)>,
     ) -> Result<(), StoreError> {
         crate::vectors::save(self, tenant, model, dim, vectors, progress).await
+    }
+
+    async fn vectors_behind(
+        &self,
+        model: &str,
+        of: Option<&str>,
+        after: Option<ConversationRef<'_>>,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        crate::vectors::behind(self, model, of, after, limit).await
+    }
+
+    async fn vector_status(
+        &self,
+        scope: VectorScope<'_>,
+        model: &str,
+    ) -> Result<VectorStatus, StoreError> {
+        if let VectorScope::Conversation(c) = scope {
+            check_key(c.tenant, c.id)?;
+        }
+        crate::vectors::status(self, scope, model).await
+    }
+
+    async fn take_vector_lease(
+        &self,
+        c: ConversationRef<'_>,
+        model: &str,
+        holder: &str,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        check_key(c.tenant, c.id)?;
+        crate::vectors::take_lease(self, c, model, holder, expires_at).await
+    }
+
+    async fn release_vector_lease(
+        &self,
+        c: ConversationRef<'_>,
+        model: &str,
+        holder: &str,
+    ) -> Result<(), StoreError> {
+        crate::vectors::release_lease(self, c.id, model, holder).await
     }
 
     async fn recall_semantic(

@@ -4,11 +4,14 @@
 
 use recall_core::recall::vector_to_bytes;
 
-use crate::codec::message_row;
-use crate::driver::{params, rows, Statements};
+use crate::codec::{message_row, now_ms};
+use crate::driver::{execute, params, row, rows, Conv, Statements};
 use crate::error::StoreError;
-use crate::model::{NewVector, VectorTodo};
-use crate::statements::{vector_backlog_sql, SAVE_VECTOR, SAVE_VECTOR_PROGRESS};
+use crate::model::{NewVector, VectorScope, VectorStatus, VectorTodo};
+use crate::statements::{
+    vector_backlog_sql, vector_status_sql, vectors_behind_page_sql, RELEASE_VECTOR_LEASE,
+    SAVE_VECTOR, SAVE_VECTOR_PROGRESS, TAKE_VECTOR_LEASE,
+};
 
 /// Messages not embedded yet under `model` (see [`crate::Store::vector_backlog`]).
 pub(crate) async fn backlog<D: Statements>(
@@ -66,4 +69,78 @@ pub(crate) async fn save<D: Statements>(
         })
     }))
     .await
+}
+
+/// Conversations of any tenant behind under `model` (see [`crate::Store::vectors_behind`]).
+pub(crate) async fn behind<D: Statements>(
+    db: &D,
+    model: &str,
+    of: Option<&str>,
+    after: Option<Conv<'_>>,
+    limit: u32,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let (tenant, id) = after.map_or(("", ""), |c| (c.tenant, c.id));
+    let values = params![model, tenant, id, limit, of];
+    rows(db, &vectors_behind_page_sql(), &values, |r| {
+        Ok((r.text(0)?, r.text(1)?))
+    })
+    .await
+}
+
+/// What is left to embed under `model` over `scope` (see [`crate::Store::vector_status`]).
+pub(crate) async fn status<D: Statements>(
+    db: &D,
+    scope: VectorScope<'_>,
+    model: &str,
+) -> Result<VectorStatus, StoreError> {
+    let (tenant, id) = match scope {
+        VectorScope::Store => (None, None),
+        VectorScope::Tenant(t) => (Some(t), None),
+        VectorScope::Conversation(c) => {
+            // Not found is an error, not "nothing behind".
+            crate::conversations::get(db, c).await?;
+            (Some(c.tenant), Some(c.id))
+        }
+    };
+    let values = params![model, tenant, id];
+    let counts = row(db, &vector_status_sql(), &values, |r| {
+        Ok((r.int(0)?, r.int(1)?))
+    })
+    .await?;
+    let (conversations, messages) = counts.unwrap_or((0, 0));
+    Ok(VectorStatus {
+        conversations_behind: u64::try_from(conversations).unwrap_or(0),
+        messages_behind: u64::try_from(messages).unwrap_or(0),
+    })
+}
+
+/// Takes or renews a vector lease (see [`crate::Store::take_vector_lease`]).
+pub(crate) async fn take_lease<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    model: &str,
+    holder: &str,
+    expires_at: i64,
+) -> Result<bool, StoreError> {
+    let values = params![c.id, c.tenant, model, holder, expires_at, now_ms()];
+    let taken = execute(db, TAKE_VECTOR_LEASE, &values).await?;
+    if taken == 0 {
+        // Not taken: held by another, or no such conversation for this tenant.
+        crate::conversations::get(db, c).await?;
+    }
+    Ok(taken > 0)
+}
+
+/// Gives a vector lease up (see [`crate::Store::release_vector_lease`]).
+pub(crate) async fn release_lease<D: Statements>(
+    db: &D,
+    id: &str,
+    model: &str,
+    holder: &str,
+) -> Result<(), StoreError> {
+    if [id, model, holder].iter().any(|s| s.contains('\0')) {
+        return Ok(());
+    }
+    execute(db, RELEASE_VECTOR_LEASE, &params![id, model, holder]).await?;
+    Ok(())
 }
