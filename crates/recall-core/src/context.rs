@@ -24,7 +24,9 @@
 
 use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
-use crate::policy::{ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, TrimMode};
+use crate::policy::{
+    ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, RecallScope, TrimMode,
+};
 use crate::recall::{
     choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery, RecallSection,
 };
@@ -83,7 +85,20 @@ impl ContextRequest {
     /// assert_eq!(r.policy.max_turns, Some(4));
     /// assert_eq!(r.policy.max_chars, Some(100_000)); // xml's default
     /// ```
+    ///
+    /// A stored conversation's memory is on by default: with no `recall_tokens` set by the
+    /// request or the stored policy, it is [`Policy::default_recall_tokens`]. (A conversation
+    /// held in memory, [`build_context`], recalls only when asked.)
     pub fn resolve(&self, stored: Option<&ConversationPolicy>) -> Result<Resolved, InvalidPolicy> {
+        self.resolve_with(stored, true)
+    }
+
+    /// [`ContextRequest::resolve`], with the default recall share or without it.
+    fn resolve_with(
+        &self,
+        stored: Option<&ConversationPolicy>,
+        default_recall: bool,
+    ) -> Result<Resolved, InvalidPolicy> {
         let format = self
             .format
             .or(stored.and_then(|p| p.format))
@@ -95,6 +110,12 @@ impl ContextRequest {
         let mut policy = self.overrides.apply(policy)?;
         if self.summary.is_some() {
             policy.summarize = true;
+        }
+        // Memory is on by default: a share of the budget, unless a value is set somewhere.
+        let recall_set = self.overrides.recall_tokens.is_some()
+            || stored.is_some_and(|p| p.limits.recall_tokens.is_some());
+        if default_recall && !recall_set {
+            policy.recall_tokens = policy.default_recall_tokens();
         }
         Ok(Resolved {
             format,
@@ -339,7 +360,21 @@ pub fn prepare(
         }
     }
 
-    let selection = select(&g.history, &policy, &counter, g.window_start);
+    // Recall reserves its share only once the history outgrows the whole budget: while all
+    // of it fits, the window holds it and recall has nothing to do (no index, no model).
+    let mut policy = policy;
+    let whole = policy
+        .unreserved()
+        .filter(|_| g.older == 0)
+        .map(|full| (select(&g.history, &full, &counter, g.window_start), full))
+        .filter(|(s, _)| s.stats.dropped == 0);
+    let selection = match whole {
+        Some((selection, full)) => {
+            policy = full;
+            selection
+        }
+        None => select(&g.history, &policy, &counter, g.window_start),
+    };
     let mut stats = selection.stats;
     stats.skipped += g.skipped;
     stats.dropped += g.older;
@@ -351,7 +386,9 @@ pub fn prepare(
     stats.warnings = g.warnings;
 
     let history_end = g.history.last().map_or(0, |h| h.index as i64 + 1);
-    let recall = (policy.recall_tokens > 0)
+    // Nothing older than the window in the conversation: nothing to recall from it.
+    let nothing_older = stats.dropped == 0 && policy.recall_scope == RecallScope::Conversation;
+    let recall = (policy.recall_tokens > 0 && !nothing_older)
         .then(|| {
             // The newest user message: the current one, else the last cut point kept.
             let newest = match &current {
@@ -527,7 +564,7 @@ pub fn build_context(
     conv: &Conversation,
     req: &ContextRequest,
 ) -> Result<ContextOutput, ContextError> {
-    let resolved = req.resolve(None)?;
+    let resolved = req.resolve_with(None, false)?;
     let (format, policy) = (resolved.format, &resolved.policy);
     let counter = policy.tokenizer;
     let history: Vec<HistoryMessage> = conv
@@ -590,7 +627,8 @@ fn user_text(m: &Message) -> String {
 mod tests {
     use super::*;
     use crate::parse::{parse_conversation, ParseOptions};
-    use crate::policy::{Count, PolicyOverrides};
+    use crate::policy::{Count, PolicyOverrides, MAX_DEFAULT_RECALL_TOKENS};
+    use crate::tokens::Tokenizer;
 
     fn conv() -> Conversation {
         let text = r#"[{"role":"user","content":"one two three four five six seven"},
@@ -636,5 +674,132 @@ mod tests {
         // xml takes the final user message as its current one, apart from the history.
         assert_eq!(window(Format::Xml, None, None), Some((first, last - 1)));
         assert_eq!(window(Format::Xml, Some("and now?"), None), Some(all));
+    }
+
+    fn gathered(texts: &[&str]) -> Gathered {
+        let counter = Tokenizer::O200k;
+        Gathered {
+            history: texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let role = if i % 2 == 0 {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    };
+                    HistoryMessage::new(i + 1, Message::text(role, *t), &counter)
+                })
+                .collect(),
+            ..Gathered::default()
+        }
+    }
+
+    fn budget(max_tokens: u32, recall_tokens: Option<u32>) -> ContextRequest {
+        let mut req = ContextRequest::new(Format::Transcript);
+        req.overrides = PolicyOverrides {
+            max_tokens: Some(Count::from(max_tokens)),
+            recall_tokens: recall_tokens.map(Count::from),
+            ..Default::default()
+        };
+        req
+    }
+
+    #[test]
+    fn memory_is_on_by_default_for_a_stored_conversation() {
+        let r = budget(4_000, None).resolve(None).expect("resolves");
+        assert_eq!(r.policy.recall_tokens, 2_000);
+        assert_eq!(r.policy.max_tokens, Some(2_000), "the window's share");
+        // Off when asked, by the request or by the stored policy; an explicit share wins.
+        let off = budget(4_000, Some(0)).resolve(None).expect("resolves");
+        assert_eq!(
+            (off.policy.recall_tokens, off.policy.max_tokens),
+            (0, Some(4_000))
+        );
+        let stored: ConversationPolicy =
+            serde_json::from_str(r#"{"recall_tokens": 0}"#).expect("policy");
+        let r = budget(4_000, None)
+            .resolve(Some(&stored))
+            .expect("resolves");
+        assert_eq!(r.policy.recall_tokens, 0);
+        let r = budget(4_000, Some(1_000)).resolve(None).expect("resolves");
+        assert_eq!(
+            (r.policy.recall_tokens, r.policy.max_tokens),
+            (1_000, Some(3_000))
+        );
+        // No token budget, or one too small for a window and a section: no recall. A large
+        // one (transcript's own default) gives at most what a section can fill.
+        let r = ContextRequest::new(Format::Anthropic)
+            .resolve(None)
+            .expect("resolves");
+        assert_eq!(r.policy.recall_tokens, 0);
+        let r = ContextRequest::new(Format::Transcript)
+            .resolve(None)
+            .expect("resolves");
+        assert_eq!(r.policy.recall_tokens, MAX_DEFAULT_RECALL_TOKENS);
+        let r = budget(999, None).resolve(None).expect("resolves");
+        assert_eq!(r.policy.recall_tokens, 0);
+        // With a summary's share taken out first: half of what is left.
+        let mut req = budget(4_000, None);
+        req.overrides.summarize = Some(true);
+        let r = req.resolve(None).expect("resolves");
+        assert_eq!(r.policy.recall_tokens, 1_500);
+        assert_eq!(r.policy.max_tokens, Some(1_500));
+        // A conversation held in memory recalls only when asked.
+        let out = build_context(&conv(), &budget(4_000, None)).expect("builds");
+        assert_eq!(out.policy.recall_tokens, 0);
+    }
+
+    #[test]
+    fn recall_waits_until_the_history_outgrows_the_whole_budget() {
+        let req = budget(60, Some(30));
+        // The whole history fits 60 tokens: the window holds all of it, nothing to recall.
+        let texts = ["one two three", "four five", "six seven eight", "nine"];
+        let resolved = req.resolve(None).expect("resolves");
+        assert_eq!(
+            resolved.policy.max_tokens,
+            Some(30),
+            "resolved: the window's share"
+        );
+        let p = prepare(gathered(&texts), &req, resolved.clone()).expect("prepares");
+        assert_eq!(p.kept.len(), texts.len());
+        assert!(p.recall.is_none(), "nothing older: no recall work");
+        assert_eq!(
+            p.policy.max_tokens,
+            Some(60),
+            "the whole budget was applied"
+        );
+        assert_eq!(p.stats.dropped, 0);
+        // Outgrown: the window gets the budget less the share, and recall looks older.
+        let long: Vec<String> = (0..40)
+            .map(|i| format!("message number {i} of many"))
+            .collect();
+        let long: Vec<&str> = long.iter().map(String::as_str).collect();
+        let p = prepare(gathered(&long), &req, resolved.clone()).expect("prepares");
+        assert_eq!(p.policy.max_tokens, Some(30));
+        assert!(p.stats.dropped > 0);
+        let q = p.recall.as_ref().expect("a recall query");
+        assert_eq!(q.before, p.kept[0].index as i64);
+        // A store that read only part of the history (older messages left unread) recalls.
+        let mut part = gathered(&texts);
+        part.older = 3;
+        let p = prepare(part, &req, resolved).expect("prepares");
+        assert!(p.recall.is_some());
+        assert_eq!(p.policy.max_tokens, Some(30));
+        // In tenant scope the share stays reserved: other conversations may be recalled.
+        let mut tenant = budget(60, Some(30));
+        tenant.overrides.recall_scope = Some(RecallScope::Tenant);
+        let resolved = tenant.resolve(None).expect("resolves");
+        let p = prepare(gathered(&texts), &tenant, resolved).expect("prepares");
+        assert_eq!(p.policy.max_tokens, Some(30));
+        assert!(p.recall.is_some());
+        // A stable window reserves from the start; with nothing older it recalls nothing.
+        let mut stable = budget(60, Some(30));
+        stable.overrides.trim = Some(TrimMode::Stable);
+        let resolved = stable.resolve(None).expect("resolves");
+        assert_eq!(resolved.policy.window_read(), resolved.policy);
+        let p = prepare(gathered(&texts[..1]), &stable, resolved).expect("prepares");
+        assert!(p.recall.is_none());
+        assert_eq!(p.policy.max_tokens, Some(30));
     }
 }

@@ -37,11 +37,27 @@ use std::str::FromStr;
 
 use crate::tokens::Tokenizer;
 
+mod count;
+pub use count::{Count, InvalidCount};
+
 /// `summary_tokens` when a policy sets none.
 pub const DEFAULT_SUMMARY_TOKENS: u64 = 1_000;
 /// The smallest `summary_tokens` a policy may set: room for the summary section's frame and a
 /// few sentences.
 pub const MIN_SUMMARY_TOKENS: u64 = 128;
+
+/// The share of the token budget, in thousandths, that recall takes when no policy sets
+/// `recall_tokens` (docs/FORMAT-DECISIONS.md, "Recall", says how it was chosen): memory is on by
+/// default once a conversation outgrows its budget.
+pub const DEFAULT_RECALL_PERMILLE: u64 = 500;
+/// The most tokens the default share takes: a section holds at most
+/// [`crate::recall::HITS_PER_QUERY`] hits, which filled 1,991 tokens on average of the 4,000
+/// that half of an 8,000-token budget reserved on LoCoMo (docs/BENCHMARKS.md), so a larger
+/// share of a large budget would only be taken from the window.
+pub const MAX_DEFAULT_RECALL_TOKENS: u64 = 2_000;
+/// The smallest budget (less the summary's share) that gets default recall: below it the whole
+/// budget stays the window's, which must carry the current exchange.
+pub const MIN_DEFAULT_RECALL_BUDGET: u64 = 1_000;
 
 /// How the window start moves when the history outgrows the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -191,125 +207,69 @@ impl Policy {
         Ok(self)
     }
 
+    /// The `recall_tokens` of a policy that sets none: [`DEFAULT_RECALL_PERMILLE`] of the
+    /// token budget less the summary's share, at most [`MAX_DEFAULT_RECALL_TOKENS`], when
+    /// that budget is at least [`MIN_DEFAULT_RECALL_BUDGET`]; 0 (recall off) without a token
+    /// budget.
+    ///
+    /// ```
+    /// use recall_core::policy::Policy;
+    /// let p = Policy { max_tokens: Some(4_000), ..Policy::default() };
+    /// assert_eq!(p.default_recall_tokens(), 2_000);
+    /// let small = Policy { max_tokens: Some(900), ..Policy::default() };
+    /// assert_eq!(small.default_recall_tokens(), 0);
+    /// assert_eq!(Policy::default().default_recall_tokens(), 0);
+    /// let large = Policy { max_tokens: Some(150_000), ..Policy::default() };
+    /// assert_eq!(large.default_recall_tokens(), 2_000);
+    /// ```
+    pub fn default_recall_tokens(&self) -> u64 {
+        let Some(total) = self.max_tokens else {
+            return 0;
+        };
+        let summary = if self.summarize {
+            self.summary_tokens
+        } else {
+            0
+        };
+        let room = total.saturating_sub(summary);
+        if room < MIN_DEFAULT_RECALL_BUDGET {
+            return 0;
+        }
+        // Below 2^63 / 1000 the product is exact; above it no budget is meant literally.
+        (room.saturating_mul(DEFAULT_RECALL_PERMILLE) / 1_000).min(MAX_DEFAULT_RECALL_TOKENS)
+    }
+
+    /// The policy whose window holds the whole budget again: with recall on in conversation
+    /// scope under a token budget and a sliding window, `max_tokens` plus `recall_tokens`,
+    /// else `None`. Recall reserves its share only once the history outgrows the whole
+    /// budget (`prepare`), so a store reads the window under this policy
+    /// ([`Policy::window_read`]) for the selection to tell. (In tenant scope other
+    /// conversations can be recalled whatever this one's length: the share stays reserved.)
+    pub fn unreserved(&self) -> Option<Policy> {
+        if self.recall_tokens == 0
+            || self.trim != TrimMode::Sliding
+            || self.recall_scope != RecallScope::Conversation
+        {
+            return None;
+        }
+        let window = self.max_tokens?;
+        Some(Policy {
+            max_tokens: Some(window.saturating_add(self.recall_tokens)),
+            ..self.clone()
+        })
+    }
+
+    /// The policy a store reads a context's window under: [`Policy::unreserved`] when there
+    /// is one, else this policy.
+    pub fn window_read(&self) -> Policy {
+        self.unreserved().unwrap_or_else(|| self.clone())
+    }
+
     /// True when some per-message cap is set.
     pub fn has_caps(&self) -> bool {
         self.user_max_chars.is_some()
             || self.assistant_max_chars.is_some()
             || self.tool_result_max_chars.is_some()
-    }
-}
-
-/// A count in a policy (turns, characters, tokens): a whole number from 0 to 2^63 − 1, the
-/// range both databases store. Deserialises from an integer or from a float with no
-/// fractional part (`8000.0`: JSON does not tell the two apart and some encoders write whole
-/// numbers that way); parses from the same text on the command line. Anything else is refused
-/// with [`InvalidCount`], so no interface can truncate a count silently.
-///
-/// ```
-/// use recall_core::policy::Count;
-/// let c: Count = serde_json::from_str("8000.0").unwrap();
-/// assert_eq!(c.get(), 8000);
-/// assert_eq!("8000".parse::<Count>().unwrap(), c);
-/// assert!("-1".parse::<Count>().is_err());
-/// assert!(serde_json::from_str::<Count>("9223372036854775808").is_err());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Count(u64);
-
-/// A value that is not a [`Count`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value: {0}, expected a count from 0 to 9223372036854775807")]
-pub struct InvalidCount(pub String);
-
-impl Count {
-    /// The largest count: `i64::MAX`.
-    pub const MAX: u64 = i64::MAX as u64;
-
-    /// A count, if `n` is at most [`Count::MAX`].
-    pub fn new(n: u64) -> Result<Count, InvalidCount> {
-        if n <= Count::MAX {
-            Ok(Count(n))
-        } else {
-            Err(InvalidCount(n.to_string()))
-        }
-    }
-
-    /// The value.
-    pub fn get(self) -> u64 {
-        self.0
-    }
-
-    /// The value as a `usize` (saturating on 32-bit targets, where such a count means "no
-    /// limit" in practice).
-    pub fn as_usize(self) -> usize {
-        usize::try_from(self.0).unwrap_or(usize::MAX)
-    }
-
-    /// A whole float within range (below 2^53 every whole float is exact; above it there is
-    /// no integer a client could have meant exactly, so it is refused).
-    fn from_f64(f: f64) -> Result<Count, InvalidCount> {
-        if f.fract() == 0.0 && (0.0..9.0e15).contains(&f) {
-            Ok(Count(f as u64))
-        } else {
-            Err(InvalidCount(f.to_string()))
-        }
-    }
-}
-
-impl From<u32> for Count {
-    fn from(n: u32) -> Count {
-        Count(u64::from(n))
-    }
-}
-
-impl fmt::Display for Count {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-impl FromStr for Count {
-    type Err = InvalidCount;
-    fn from_str(s: &str) -> Result<Count, InvalidCount> {
-        let t = s.trim();
-        if let Ok(n) = t.parse::<u64>() {
-            return Count::new(n);
-        }
-        match t.parse::<f64>() {
-            Ok(f) if t.contains('.') => Count::from_f64(f).map_err(|_| InvalidCount(s.into())),
-            _ => Err(InvalidCount(s.to_string())),
-        }
-    }
-}
-
-impl serde::Serialize for Count {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(self.0)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Count {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Count;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a count from 0 to 9223372036854775807")
-            }
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Count, E> {
-                Count::new(n).map_err(E::custom)
-            }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Count, E> {
-                u64::try_from(n)
-                    .map_err(|_| InvalidCount(n.to_string()))
-                    .and_then(Count::new)
-                    .map_err(E::custom)
-            }
-            fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Count, E> {
-                Count::from_f64(f).map_err(E::custom)
-            }
-        }
-        d.deserialize_any(V)
     }
 }
 
@@ -371,8 +331,9 @@ pub struct PolicyOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low_water: Option<f64>,
     /// Recall: reserve N of the max_tokens budget for earlier messages (older than the
-    /// window) relevant to the newest user message (or to `query`); the window gets the rest,
-    /// unused recall tokens included. 0 or unset: no recall.
+    /// window) relevant to the newest user message (or to `query`), once the conversation no
+    /// longer fits max_tokens whole; the window gets the rest. Unset: half of max_tokens, at
+    /// most 2000 (none below 1000 tokens or without max_tokens). 0: no recall.
     #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recall_tokens: Option<Count>,

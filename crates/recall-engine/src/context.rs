@@ -90,7 +90,7 @@ impl Engine {
         let Some(limit) = max_bytes else {
             return self.build(tenant, id, conv, window, req, resolved).await;
         };
-        let cut_short = guarded(&resolved.policy, max_bytes) != resolved.policy
+        let cut_short = guarded(&resolved.policy, max_bytes) != resolved.policy.window_read()
             && window.older > 0
             && window.messages.iter().map(|h| h.measure.chars).sum::<u64>() > limit as u64;
         let out = self
@@ -111,7 +111,7 @@ impl Engine {
         drop(out);
         let window = self
             .store
-            .context_window(tenant, id, &resolved.policy)
+            .context_window(tenant, id, &resolved.policy.window_read())
             .await?;
         let out = self.build(tenant, id, conv, window, req, resolved).await?;
         let size = prompt_bytes(&out.prompt);
@@ -148,10 +148,11 @@ impl Engine {
     }
 }
 
-/// The policy the window is read under: `policy`, with a character budget of `max_bytes` when
+/// The policy the window is read under: `policy`'s [`Policy::window_read`] (the whole budget
+/// while recall has not reserved its share), with a character budget of `max_bytes` when
 /// that bounds the read (a sliding window without caps) and the policy has none as tight.
 fn guarded(policy: &Policy, max_bytes: Option<usize>) -> Policy {
-    let mut p = policy.clone();
+    let mut p = policy.window_read();
     if let Some(limit) = max_bytes {
         if p.trim == TrimMode::Sliding && !p.has_caps() {
             let limit = limit as u64;
