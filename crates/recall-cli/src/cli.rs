@@ -181,6 +181,10 @@ pub enum Command {
     /// Print the embedding of each text as JSON (model, dimension, unit vector).
     #[command(after_help = crate::commands::embed::EMBED_HELP)]
     Embed(crate::commands::embed::EmbedArgs),
+    /// Embed every stored message not embedded yet (a conversation, a tenant or the store),
+    /// with a progress bar: after an import or a model change.
+    #[command(after_help = crate::commands::index::INDEX_HELP)]
+    Index(crate::commands::index::IndexArgs),
 }
 
 #[derive(Debug, Args)]

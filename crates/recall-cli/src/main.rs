@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         cli::Command::Serve(a) => block_on(commands::serve::serve(a)),
         cli::Command::Keys(k) => block_on(commands::serve::keys(k)),
         cli::Command::Embed(a) => block_on(commands::embed::run(a)),
+        cli::Command::Index(a) => block_on(commands::index::run(a)),
     };
     match result {
         Ok(code) => code,

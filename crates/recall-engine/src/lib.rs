@@ -17,6 +17,7 @@
 //! ```
 
 mod backlog;
+mod catch_up;
 mod chat;
 mod context;
 mod error;
@@ -41,6 +42,7 @@ use recall_core::parse::parse_message_value;
 use recall_store::{Appended, Conversation, NewConversation, NewMessage, Store};
 use serde_json::Value;
 
+pub use catch_up::EmbedReport;
 pub use chat::{ChatTurn, PreparedRequest, TurnEvent, TurnOutcome, PARTIAL_SAVE_INTERVAL};
 pub use context::prompt_bytes;
 pub use error::EngineError;

@@ -46,6 +46,11 @@ impl Engine {
                     .recall_semantic(tenant, id, query, embedder.model(), q.vector())
                     .await?;
                 complete &= semantic.complete;
+                if !semantic.complete {
+                    // Stored by another process, or before the embedder was on: embed it in
+                    // the background rather than wait for an append through this engine.
+                    self.embed_in_background(tenant, id);
+                }
                 hits = reciprocal_rank_fusion(&[hits, semantic.hits]);
                 ranking = Ranking::Hybrid;
             }

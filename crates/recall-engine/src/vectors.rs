@@ -52,7 +52,14 @@ pub(crate) struct Vectors {
     /// With recall by meaning, a context first embeds its conversation's backlog for at most
     /// this long ([`Engine::with_context_catch_up`]).
     pub(crate) before_context: Option<Duration>,
+    /// This engine's name in the store's vector leases (`Store::take_vector_lease`): two
+    /// processes on one database embed each message once.
+    pub(crate) holder: Arc<str>,
 }
+
+/// How long a vector lease lasts; its holder renews it before each batch, so only a holder
+/// that died (or a batch that took this long) lets another process take over.
+pub(crate) const LEASE: Duration = Duration::from_secs(120);
 
 impl Engine {
     /// This engine with an embedder: recall then fuses semantic similarity with the lexical
@@ -63,6 +70,7 @@ impl Engine {
             backlog: Arc::default(),
             appends: Arc::default(),
             before_context: None,
+            holder: Arc::from(format!("engine-{}", uuid::Uuid::now_v7())),
         });
         self
     }
@@ -122,6 +130,31 @@ impl Engine {
         yielding: bool,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<usize, EngineError> {
+        let mut done = 0;
+        while done < max {
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                break;
+            }
+            let n = self
+                .catch_up_batch_of(tenant, id, yielding, max - done)
+                .await?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+
+    /// One batch of [`Engine::catch_up`], of at most `max` messages: the messages it went
+    /// through (0: nothing left).
+    async fn catch_up_batch_of(
+        &self,
+        tenant: &str,
+        id: Option<&str>,
+        yielding: bool,
+        max: usize,
+    ) -> Result<usize, EngineError> {
         let Some(v) = &self.vectors else {
             return Ok(0);
         };
@@ -131,71 +164,74 @@ impl Engine {
         } else {
             EMBED_BATCH
         };
-        let mut done = 0;
-        while done < max {
-            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                break;
-            }
-            if yielding {
-                v.appends.wait_for_quiet(v.appends.yield_limit()).await;
-            }
-            let batch_started = tokio::time::Instant::now();
-            let limit = batch.min(max - done);
-            let todo = self
-                .store
-                .vector_backlog(tenant, id, e.model(), limit as u32)
-                .await?;
-            if todo.is_empty() {
-                break;
-            }
-            // System messages and messages without text get no vector; progress passes them.
-            let texts: Vec<(usize, String)> = todo
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.message.role != recall_core::Role::System)
-                .map(|(i, t)| (i, searchable_text(&t.message)))
-                .filter(|(_, s)| !s.trim().is_empty())
-                .collect();
-            let refs: Vec<&str> = texts.iter().map(|(_, s)| s.as_str()).collect();
-            let embedded = if refs.is_empty() {
-                Vec::new()
-            } else {
-                e.embed_background(&refs).await?
-            };
-            let vectors: Vec<NewVector> = texts
-                .iter()
-                .zip(embedded)
-                .map(|((i, _), emb)| NewVector {
-                    conversation_id: todo[*i].conversation_id.clone(),
-                    seq: todo[*i].seq,
-                    vector: emb.vector().to_vec(),
-                })
-                .collect();
-            let mut progress: Vec<(String, i64)> = Vec::new();
-            for t in &todo {
-                match progress.last_mut() {
-                    Some((c, seq)) if *c == t.conversation_id => *seq = (*seq).max(t.seq),
-                    _ => progress.push((t.conversation_id.clone(), t.seq)),
-                }
-            }
-            self.store
-                .save_vectors(tenant, e.model(), e.dimension(), vectors, progress)
-                .await?;
-            done += todo.len();
-            if yielding {
-                v.appends.batch_took(batch_started.elapsed());
+        if yielding {
+            v.appends.wait_for_quiet(v.appends.yield_limit()).await;
+        }
+        let batch_started = tokio::time::Instant::now();
+        let limit = batch.min(max);
+        let todo = self
+            .store
+            .vector_backlog(tenant, id, e.model(), limit as u32)
+            .await?;
+        if todo.is_empty() {
+            return Ok(0);
+        }
+        // System messages and messages without text get no vector; progress passes them.
+        let texts: Vec<(usize, String)> = todo
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.message.role != recall_core::Role::System)
+            .map(|(i, t)| (i, searchable_text(&t.message)))
+            .filter(|(_, s)| !s.trim().is_empty())
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(|(_, s)| s.as_str()).collect();
+        let embedded = if refs.is_empty() {
+            Vec::new()
+        } else {
+            e.embed_background(&refs).await?
+        };
+        let vectors: Vec<NewVector> = texts
+            .iter()
+            .zip(embedded)
+            .map(|((i, _), emb)| NewVector {
+                conversation_id: todo[*i].conversation_id.clone(),
+                seq: todo[*i].seq,
+                vector: emb.vector().to_vec(),
+            })
+            .collect();
+        let mut progress: Vec<(String, i64)> = Vec::new();
+        for t in &todo {
+            match progress.last_mut() {
+                Some((c, seq)) if *c == t.conversation_id => *seq = (*seq).max(t.seq),
+                _ => progress.push((t.conversation_id.clone(), t.seq)),
             }
         }
-        Ok(done)
+        self.store
+            .save_vectors(tenant, e.model(), e.dimension(), vectors, progress)
+            .await?;
+        if yielding {
+            v.appends.batch_took(batch_started.elapsed());
+        }
+        Ok(todo.len())
     }
 
-    /// Marks conversation `id` as behind and starts the background catch-up unless it runs.
-    /// Without an embedder, nothing.
+    /// Messages were appended to conversation `id`: marks it behind and starts the
+    /// background catch-up unless it runs (which then yields to appends). Without an
+    /// embedder, nothing.
     pub(crate) fn vectors_behind(&self, tenant: &str, id: &str) {
+        if let Some(v) = &self.vectors {
+            v.appends.mark();
+        }
+        self.embed_in_background(tenant, id);
+    }
+
+    /// Marks conversation `id` behind for the background catch-up and starts it unless it
+    /// runs: after an append, for a context that found it incomplete, for every conversation
+    /// behind when a server starts. Without an embedder, nothing.
+    pub fn embed_in_background(&self, tenant: &str, id: &str) {
         let Some(v) = &self.vectors else {
             return;
         };
-        v.appends.mark();
         if !v.backlog.mark(tenant, id) {
             return;
         }
@@ -205,12 +241,80 @@ impl Engine {
             while let Some((tenant, id)) = backlog.next() {
                 // A failure leaves the backlog for the next append or context to retry;
                 // nothing is lost by giving up here.
-                let _ = engine
-                    .catch_up(&tenant, Some(&id), usize::MAX, true, None)
-                    .await;
+                let _ = engine.catch_up_leased(&tenant, &id, true, &|_| {}).await;
             }
         });
     }
+
+    /// Conversation `id`'s whole backlog, under the store's vector lease (renewed before each
+    /// batch, given up at the end): when another process holds it, that process embeds the
+    /// conversation and this returns at once. `progress` is told how many messages each batch
+    /// did. Returns the messages done here.
+    pub(crate) async fn catch_up_leased(
+        &self,
+        tenant: &str,
+        id: &str,
+        yielding: bool,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<usize, EngineError> {
+        let Some(v) = &self.vectors else {
+            return Ok(0);
+        };
+        let c = crate::ConversationRef::new(tenant, id);
+        let model = v.embedder.model().to_string();
+        let mut done = 0;
+        loop {
+            let until = now_ms().saturating_add(LEASE.as_millis() as i64);
+            if !self
+                .store
+                .take_vector_lease(c, &model, &v.holder, until)
+                .await?
+            {
+                return Ok(done);
+            }
+            let n = self
+                .catch_up_batch_of(tenant, Some(id), yielding, usize::MAX)
+                .await
+                .inspect_err(|_| self.release_lease_soon(tenant, id, &model));
+            let n = n?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+            progress(n);
+        }
+        self.store
+            .release_vector_lease(c, &model, &v.holder)
+            .await?;
+        Ok(done)
+    }
+
+    /// Gives the lease of a catch-up that failed back in the background (it would expire
+    /// anyway; giving it back lets another process go on sooner).
+    fn release_lease_soon(&self, tenant: &str, id: &str, model: &str) {
+        let Some(v) = &self.vectors else {
+            return;
+        };
+        let (engine, tenant, id, model, holder) = (
+            self.clone(),
+            tenant.to_string(),
+            id.to_string(),
+            model.to_string(),
+            v.holder.clone(),
+        );
+        tokio::spawn(async move {
+            let c = crate::ConversationRef::new(&tenant, &id);
+            let _ = engine.store.release_vector_lease(c, &model, &holder).await;
+        });
+    }
+}
+
+/// Milliseconds since the Unix epoch (the lease's clock: the store compares expiries with
+/// its own).
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// When the last append came and how long the catch-up's last batch took, for the catch-up

@@ -258,6 +258,7 @@ pub async fn start(
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
     let limits = config.limits;
+    catch_up_at_start(&engine);
     let app = router(AppState::new(engine, config, upstreams));
     let task = tokio::spawn(conn::serve(listener, app, limits, async {
         let _ = stopped.await;
@@ -286,9 +287,30 @@ pub async fn serve(
     }
     config.limits.check()?;
     let limits = config.limits;
+    catch_up_at_start(&engine);
     let app = router(AppState::new(engine, config, upstreams));
     conn::serve(listener, app, limits, shutdown).await?;
     Ok(())
+}
+
+/// Every conversation of the store with messages not embedded yet goes to the background
+/// catch-up (stored by an import, by another server, before the embedder was on): in a task
+/// of its own, so the server answers at once.
+fn catch_up_at_start(engine: &Engine) {
+    if engine.embedder().is_none() {
+        return;
+    }
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        match engine.embed_store_in_background().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                conversations = n,
+                "embedding what is behind in the background"
+            ),
+            Err(e) => tracing::warn!(error = %e, "cannot read which conversations are behind"),
+        }
+    });
 }
 
 /// Completes on ctrl-c or SIGTERM. The handlers are installed when this is called, not when

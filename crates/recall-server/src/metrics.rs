@@ -199,6 +199,25 @@ impl Metrics {
     }
 }
 
+/// The vector catch-up's gauges: what is left to embed under `model` in the whole store.
+pub fn render_vectors(out: &mut String, model: &str, v: recall_engine::store::VectorStatus) {
+    let model = escape(model);
+    out.push_str("# HELP recall_vectors_behind_messages Stored messages not embedded yet under the server's embedding model (the background catch-up works through them).\n");
+    out.push_str("# TYPE recall_vectors_behind_messages gauge\n");
+    let _ = writeln!(
+        out,
+        "recall_vectors_behind_messages{{model=\"{model}\"}} {}",
+        v.messages_behind
+    );
+    out.push_str("# HELP recall_vectors_behind_conversations Conversations with messages not embedded yet.\n");
+    out.push_str("# TYPE recall_vectors_behind_conversations gauge\n");
+    let _ = writeln!(
+        out,
+        "recall_vectors_behind_conversations{{model=\"{model}\"}} {}",
+        v.conversations_behind
+    );
+}
+
 fn render_gateway(out: &mut String, gateway: &BTreeMap<String, Gateway>) {
     out.push_str("# HELP recall_gateway_requests_total Gateway requests by provider and the status the client got.\n");
     out.push_str("# TYPE recall_gateway_requests_total counter\n");

@@ -42,12 +42,28 @@ fn unavailable(message: &str) -> ApiError {
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let mut text = state.inner.metrics.render();
+    // How far the vectors are, read from the store at each scrape (one query over the
+    // conversations): what the background catch-up still has to do, whoever stored it.
+    let engine = &state.inner.engine;
+    if let Some(model) = engine.embedder().map(|e| e.model().to_string()) {
+        let status = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            engine.vector_status(recall_engine::store::VectorScope::Store),
+        )
+        .await;
+        match status {
+            Ok(Ok(Some(v))) => crate::metrics::render_vectors(&mut text, &model, v),
+            Ok(Err(e)) => tracing::warn!(error = %e, "metrics: the vector status failed"),
+            Ok(Ok(None)) | Err(_) => {}
+        }
+    }
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.inner.metrics.render(),
+        text,
     )
 }
 

@@ -4,6 +4,7 @@ pub mod branch;
 pub mod chat;
 pub mod compact;
 pub mod embed;
+pub mod index;
 pub mod mcp;
 pub mod render;
 pub mod serve;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use recall_core::context::ContextRequest;
 use recall_core::policy::ConversationPolicy;
-use recall_engine::store::{Conversation, NewConversation, StoreError};
+use recall_engine::store::{Conversation, NewConversation, StoreError, VectorScope};
 use recall_engine::views::{ConversationView, MessageView};
 use recall_engine::{Engine, EngineError, ImportTarget, Limits};
 use serde_json::{json, Value};
@@ -161,6 +161,23 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
                 }
                 println!("messages:  {} (last seq {})", c.message_count, c.last_seq);
                 println!("tokens:    {} (o200k)", c.total_tokens);
+                // How far its vectors are, under the embedder this process would use (the
+                // JSON form is the conversation as GET shows it; `recall index --json` has
+                // the figures).
+                let model = engine.embedder().map(|e| e.model().to_string());
+                let here = VectorScope::Conversation(ConversationRef::new(&a.store.tenant, &a.id));
+                let vectors = engine.vector_status(here).await.map_err(engine_err)?;
+                match (&model, vectors) {
+                    (Some(model), Some(v)) if v.messages_behind == 0 => {
+                        println!("vectors:   every message embedded ({model})");
+                    }
+                    (Some(model), Some(v)) => println!(
+                        "vectors:   {} message(s) not embedded yet ({model}; `recall index {}` \
+                         embeds them)",
+                        v.messages_behind, c.id
+                    ),
+                    _ => println!("vectors:   no embedder (recall ranks by words only)"),
+                }
                 println!("created:   {}", rfc3339(c.created_at));
                 println!("updated:   {}", rfc3339(c.updated_at));
                 for m in &msgs {
