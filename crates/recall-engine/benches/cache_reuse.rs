@@ -166,7 +166,8 @@ fn request(
     ContextRequest {
         overrides: PolicyOverrides {
             max_tokens: Some(Count::from(row.max_tokens)),
-            recall_tokens: row.recall_tokens.map(Count::from),
+            // A row without a share is the window alone (the default would recall).
+            recall_tokens: Some(Count::from(row.recall_tokens.unwrap_or(0))),
             summarize: row.summary_tokens.map(|_| true),
             summary_tokens: row.summary_tokens.map(Count::from),
             trim: Some(row.trim),
@@ -454,7 +455,8 @@ fn reuse_stored(
         let req = ContextRequest {
             overrides: PolicyOverrides {
                 max_tokens: Some(Count::from(row.max_tokens)),
-                recall_tokens: row.recall_tokens.map(Count::from),
+                // A row without a share is the window alone (the default would recall).
+                recall_tokens: Some(Count::from(row.recall_tokens.unwrap_or(0))),
                 trim: Some(row.trim),
                 ..PolicyOverrides::default()
             },

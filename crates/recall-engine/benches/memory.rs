@@ -53,31 +53,48 @@ const BUDGETS: [u64; 3] = [2_000, 4_000, 8_000];
 /// How a context is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Method {
-    /// The newest messages that fit the budget.
+    /// The newest messages that fit the budget (`recall_tokens` 0).
     Window,
-    /// The window of the budget less `recall_tokens`, plus BM25 recall.
-    Lexical,
+    /// The window of the budget less the recall share, plus BM25 recall (no embedder).
+    Lexical(Share),
     /// The same with BM25 and MiniLM similarity fused.
-    Hybrid,
+    Hybrid(Share),
 }
 
-/// The share of the budget reserved for recalled messages: 1,000 of 4,000, as the
-/// acceptance figure asks.
-const RECALL_SHARE: u64 = 4;
+/// The share of the budget reserved for recalled messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Share {
+    /// Nothing set but `max_tokens`: the policy's default (`Policy::default_recall_tokens`).
+    Default,
+    /// `recall_tokens` = this many thousandths of the budget (250: 1,000 of 4,000).
+    Permille(u64),
+}
+
+impl Share {
+    fn name(self) -> String {
+        match self {
+            Share::Default => "the default share".into(),
+            Share::Permille(p) => format!("{p}/1000 of the budget"),
+        }
+    }
+}
 
 impl Method {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Method::Window => "sliding window",
-            Method::Lexical => "lexical recall",
-            Method::Hybrid => "lexical + semantic recall",
+            Method::Window => "sliding window".into(),
+            Method::Lexical(s) => format!("lexical recall, {}", s.name()),
+            Method::Hybrid(s) => format!("lexical + semantic recall, {}", s.name()),
         }
     }
 
     fn request(self, question: &Question, budget: u64, tokenizer: Tokenizer) -> ContextRequest {
         let recall_tokens = match self {
-            Method::Window => None,
-            Method::Lexical | Method::Hybrid => Some(count(budget / RECALL_SHARE)),
+            Method::Window => Some(count(0)),
+            Method::Lexical(Share::Default) | Method::Hybrid(Share::Default) => None,
+            Method::Lexical(Share::Permille(p)) | Method::Hybrid(Share::Permille(p)) => {
+                Some(count(budget * p / 1_000))
+            }
         };
         ContextRequest {
             overrides: PolicyOverrides {
@@ -90,6 +107,28 @@ impl Method {
             ..ContextRequest::new(Format::Transcript)
         }
     }
+}
+
+/// The shares measured besides the default: 1,000 and 2,000 of 4,000, and any more that
+/// `RECALL_BENCH_SHARES` lists (thousandths, comma-separated: a sweep).
+fn shares() -> Vec<Share> {
+    let mut out = vec![Share::Default, Share::Permille(250), Share::Permille(500)];
+    if let Ok(list) = std::env::var("RECALL_BENCH_SHARES") {
+        for p in list.split(',').filter(|p| !p.trim().is_empty()) {
+            let p: u64 = p
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("RECALL_BENCH_SHARES: {p:?} is no count"));
+            assert!(
+                p < 1_000,
+                "RECALL_BENCH_SHARES: {p} leaves the window nothing"
+            );
+            if !out.contains(&Share::Permille(p)) {
+                out.push(Share::Permille(p));
+            }
+        }
+    }
+    out
 }
 
 fn count(n: u64) -> Count {
@@ -187,9 +226,11 @@ fn main() {
             None
         }
     };
-    let mut methods = vec![Method::Window, Method::Lexical];
+    let mut methods = vec![Method::Window, Method::Lexical(Share::Permille(250))];
     if hybrid.is_some() {
-        methods.push(Method::Hybrid);
+        methods.extend(shares().into_iter().map(Method::Hybrid));
+    } else {
+        methods.push(Method::Lexical(Share::Default));
     }
 
     let mut outcomes = Vec::new();
@@ -198,8 +239,8 @@ fn main() {
         for (q, question) in l.conv.questions.iter().enumerate() {
             for &method in &methods {
                 let engine = match method {
-                    Method::Hybrid => hybrid.as_ref().unwrap(),
-                    Method::Window | Method::Lexical => &engine,
+                    Method::Hybrid(_) => hybrid.as_ref().unwrap(),
+                    Method::Window | Method::Lexical(_) => &engine,
                 };
                 for &budget in &BUDGETS {
                     let req = method.request(question, budget, tokenizer);

@@ -3,8 +3,9 @@
 //! `recall-core/benches/common/workload.rs`):
 //!
 //! - `context_sqlite/<n>`: `Engine::context` (what `recall context` runs: the conversation, the
-//!   window from the store, selection and `transcript` rendering) with the transcript defaults
-//!   and `max_tokens = 8000`, over a SQLite file holding a conversation of n messages.
+//!   window from the store, selection and `transcript` rendering) with the transcript defaults,
+//!   `max_tokens = 8000` and recall off (`recall_tokens = 0`), over a SQLite file holding a
+//!   conversation of n messages.
 //! - `append_sqlite/single`: `Engine::append_message`, one message and one commit per call
 //!   (WAL, `synchronous = NORMAL`: durability `normal`), validation and token counting
 //!   included; `append_sqlite/single_full` the same under durability `full`
@@ -25,7 +26,8 @@
 //!   choosing. The first build catches the recall index up (outside the timed loop).
 //! - `context_recall_sqlite/10000_embedder`: the 10,000 build with recall by meaning too
 //!   (all-MiniLM-L6-v2 from the environment or the models cache; every message embedded
-//!   first), with the p50 and p95 of 200 builds printed.
+//!   first), with the p50 and p95 of 200 builds printed; `10000_embedder_default` the same
+//!   with nothing set but `max_tokens` (the default share: 4,000 of the 8,000 tokens).
 //! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_TEST_PG_URL`, default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`; a database of its own is created and
 //!   dropped). Skipped with a notice when the server cannot be reached.
@@ -92,7 +94,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// The window alone: `max_tokens` 8,000 and recall off (`recall_tokens` 0; the default would
+/// recall, see [`default_request`]).
 fn request() -> ContextRequest {
+    let mut req = default_request();
+    req.overrides.recall_tokens = Some(recall_core::policy::Count::from(0));
+    req
+}
+
+/// Nothing set but `max_tokens` 8,000: recall with the default share (issue 52).
+fn default_request() -> ContextRequest {
     ContextRequest {
         overrides: PolicyOverrides {
             max_tokens: Some(recall_core::policy::Count::from(MAX_TOKENS as u32)),
@@ -334,7 +345,6 @@ fn context_recall_sqlite_embedder(c: &mut Criterion) {
             return;
         }
     };
-    let req = recall_request();
     let n = 10_000;
     let (engine, id) = rt.block_on(sqlite_with(n));
     let engine = engine.with_embedder(embedder);
@@ -346,33 +356,43 @@ fn context_recall_sqlite_embedder(c: &mut Criterion) {
         "sqlite {n}: embedded {done} messages in {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    let out = rt
-        .block_on(engine.context(ConversationRef::new(T, &id), &req))
-        .expect("context");
-    let r = out.stats.recalled.clone().expect("recall stats");
-    assert!(r.complete && !r.messages.is_empty(), "sqlite {n}: {r:?}");
-    assert_eq!(r.ranking, recall_core::recall::Ranking::Hybrid);
-    let mut times: Vec<Duration> = (0..200)
-        .map(|_| {
-            let t = Instant::now();
-            rt.block_on(engine.context(ConversationRef::new(T, &id), &req))
-                .expect("context");
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    eprintln!(
-        "sqlite {n} with recall by meaning: p50 {:.1} ms, p95 {:.1} ms (200 builds)",
-        times[100].as_secs_f64() * 1e3,
-        times[190].as_secs_f64() * 1e3
-    );
     let mut g = flat_group(c, "context_recall_sqlite");
-    g.bench_with_input(BenchmarkId::from_parameter("10000_embedder"), &n, |b, _| {
-        b.iter(|| {
-            rt.block_on(engine.context(ConversationRef::new(T, black_box(&id)), black_box(&req)))
+    // 1,000 of the 8,000 tokens recalled, and the default share (nothing set but the budget).
+    for (name, req) in [
+        ("10000_embedder", recall_request()),
+        ("10000_embedder_default", default_request()),
+    ] {
+        let out = rt
+            .block_on(engine.context(ConversationRef::new(T, &id), &req))
+            .expect("context");
+        let r = out.stats.recalled.clone().expect("recall stats");
+        assert!(r.complete && !r.messages.is_empty(), "sqlite {n}: {r:?}");
+        assert_eq!(r.ranking, recall_core::recall::Ranking::Hybrid);
+        let mut times: Vec<Duration> = (0..200)
+            .map(|_| {
+                let t = Instant::now();
+                rt.block_on(engine.context(ConversationRef::new(T, &id), &req))
+                    .expect("context");
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        eprintln!(
+            "{name}: recall by meaning, {} of {} tokens: p50 {:.1} ms, p95 {:.1} ms (200 builds)",
+            r.budget,
+            MAX_TOKENS,
+            times[100].as_secs_f64() * 1e3,
+            times[190].as_secs_f64() * 1e3
+        );
+        g.bench_with_input(BenchmarkId::from_parameter(name), &n, |b, _| {
+            b.iter(|| {
+                rt.block_on(
+                    engine.context(ConversationRef::new(T, black_box(&id)), black_box(&req)),
+                )
                 .expect("context")
-        })
-    });
+            })
+        });
+    }
     g.finish();
 }
 

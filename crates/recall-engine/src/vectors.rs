@@ -2,7 +2,10 @@
 //! conversation as behind and wakes one background task per engine, which embeds what is not
 //! embedded yet (`Store::vector_backlog`) in batches and saves it (`Store::save_vectors`).
 //! Appends never wait for it; a context built before it is done ranks what is embedded and
-//! says so (`stats.recalled.complete: false`).
+//! says so (`stats.recalled.complete: false`), and marks its conversation behind. Each
+//! conversation is caught up under the store's vector lease (renewed before each batch), so
+//! two processes on one database embed each message once; `catch_up.rs` has the whole
+//! store's catch-up (a server's start, `recall index`).
 //!
 //! The catch-up also yields to appends: embedding is the heaviest work recall does, and on a
 //! small machine its matrix products slow every append that runs beside them (by a quarter
@@ -101,7 +104,7 @@ impl Engine {
         id: Option<&str>,
         max: usize,
     ) -> Result<usize, EngineError> {
-        self.catch_up(tenant, id, max, false, None).await
+        self.catch_up(tenant, id, max, None).await
     }
 
     /// The catch-up a context runs first ([`Engine::with_context_catch_up`]): conversation
@@ -115,19 +118,18 @@ impl Engine {
             return Ok(());
         };
         let deadline = tokio::time::Instant::now() + budget;
-        self.catch_up(tenant, Some(id), usize::MAX, false, Some(deadline))
+        self.catch_up(tenant, Some(id), usize::MAX, Some(deadline))
             .await
             .map(|_| ())
     }
 
-    /// [`Engine::catch_up_vectors`]; in the background (`yielding`), in smaller batches, each
-    /// after a pause in the appends (see the module documentation).
+    /// [`Engine::catch_up_vectors`], until `deadline` if one is given (the background
+    /// catch-up is [`Engine::catch_up_leased`]).
     async fn catch_up(
         &self,
         tenant: &str,
         id: Option<&str>,
         max: usize,
-        yielding: bool,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<usize, EngineError> {
         let mut done = 0;
@@ -136,7 +138,7 @@ impl Engine {
                 break;
             }
             let n = self
-                .catch_up_batch_of(tenant, id, yielding, max - done)
+                .catch_up_batch_of(tenant, id, false, max - done)
                 .await?;
             if n == 0 {
                 break;
@@ -147,7 +149,8 @@ impl Engine {
     }
 
     /// One batch of [`Engine::catch_up`], of at most `max` messages: the messages it went
-    /// through (0: nothing left).
+    /// through (0: nothing left). In the background (`yielding`: smaller batches, timed for
+    /// the next yield) the caller has waited for a pause in the appends first.
     async fn catch_up_batch_of(
         &self,
         tenant: &str,
@@ -164,9 +167,6 @@ impl Engine {
         } else {
             EMBED_BATCH
         };
-        if yielding {
-            v.appends.wait_for_quiet(v.appends.yield_limit()).await;
-        }
         let batch_started = tokio::time::Instant::now();
         let limit = batch.min(max);
         let todo = self
@@ -264,6 +264,10 @@ impl Engine {
         let model = v.embedder.model().to_string();
         let mut done = 0;
         loop {
+            // Yield to appends before the lease is taken, so that a long wait never outlasts it.
+            if yielding {
+                v.appends.wait_for_quiet(v.appends.yield_limit()).await;
+            }
             let until = now_ms().saturating_add(LEASE.as_millis() as i64);
             if !self
                 .store
@@ -272,11 +276,17 @@ impl Engine {
             {
                 return Ok(done);
             }
-            let n = self
+            let n = match self
                 .catch_up_batch_of(tenant, Some(id), yielding, usize::MAX)
                 .await
-                .inspect_err(|_| self.release_lease_soon(tenant, id, &model));
-            let n = n?;
+            {
+                Ok(n) => n,
+                Err(e) => {
+                    // It would expire; given back, another process can go on at once.
+                    let _ = self.store.release_vector_lease(c, &model, &v.holder).await;
+                    return Err(e);
+                }
+            };
             if n == 0 {
                 break;
             }
@@ -287,25 +297,6 @@ impl Engine {
             .release_vector_lease(c, &model, &v.holder)
             .await?;
         Ok(done)
-    }
-
-    /// Gives the lease of a catch-up that failed back in the background (it would expire
-    /// anyway; giving it back lets another process go on sooner).
-    fn release_lease_soon(&self, tenant: &str, id: &str, model: &str) {
-        let Some(v) = &self.vectors else {
-            return;
-        };
-        let (engine, tenant, id, model, holder) = (
-            self.clone(),
-            tenant.to_string(),
-            id.to_string(),
-            model.to_string(),
-            v.holder.clone(),
-        );
-        tokio::spawn(async move {
-            let c = crate::ConversationRef::new(&tenant, &id);
-            let _ = engine.store.release_vector_lease(c, &model, &holder).await;
-        });
     }
 }
 

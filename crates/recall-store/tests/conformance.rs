@@ -6,6 +6,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use common::{all_messages, check_window, partial, stable_by_fold, with_id, Raw, Rng, StableRow};
@@ -1632,29 +1633,6 @@ async fn stable_window_reset_by_update_and_clear(s: &dyn Store, raw: Raw<'_>) {
         .await
         .unwrap();
     check_row(s, raw, &id, &p, "advanced after clear").await;
-}
-
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::common::sqlite().await;
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(db) = crate::common::pg().await else { return };
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-    };
 }
 
 suite!(

@@ -6,6 +6,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
@@ -591,29 +592,6 @@ async fn redaction_keeps_only_a_hash_of_the_client_id(s: &dyn Store) {
     let stored = all_messages(s, T, &a).await;
     assert_eq!(stored[0].message.id.as_deref(), Some(kept.as_str()));
     assert_eq!(stored[1].message.id.as_deref(), Some("reply-1"));
-}
-
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::common::sqlite().await;
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(db) = crate::common::pg().await else { return };
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-    };
 }
 
 suite!(

@@ -5,6 +5,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use recall_core::message::{Block, Message, Role, ToolResultContent};
@@ -685,29 +686,6 @@ async fn the_index_catches_up_within_a_budget(s: &dyn Store) {
         matches!(err, StoreError::ConversationNotFound(_)),
         "{err:?}"
     );
-}
-
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let db = super::common::sqlite().await;
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = super::common::pg().await else { return };
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-    };
 }
 
 suite!(

@@ -3,6 +3,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use recall_core::message::{Block, Message, Role};
@@ -222,29 +223,6 @@ async fn search_finds_words_in_every_write_path(s: &dyn Store) {
     assert_eq!(found(s, T, "capybara").await, vec![]);
     append(s, T, &p, vec![user("capybara returns")]).await;
     assert_eq!(found(s, T, "capybara").await, vec![(p, 3)]);
-}
-
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let db = super::common::sqlite().await;
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = super::common::pg().await else { return };
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-    };
 }
 
 suite!(task_round_trip, search_finds_words_in_every_write_path);

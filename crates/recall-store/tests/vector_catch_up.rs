@@ -6,6 +6,7 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use recall_core::message::{Message, Role};
@@ -222,29 +223,6 @@ async fn one_holder_at_a_time(s: &dyn Store) {
         s.take_vector_lease(c, M, "c", far).await,
         Err(StoreError::ConversationNotFound(_))
     ));
-}
-
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let db = super::common::sqlite().await;
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(db) = super::common::pg().await else { return };
-                    super::$name(&db.store).await;
-                }
-            )*
-        }
-    };
 }
 
 suite!(

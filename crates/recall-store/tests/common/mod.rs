@@ -4,6 +4,33 @@
 
 #![allow(dead_code)]
 
+/// Runs each named suite function (`async fn name(s: &dyn Store)`) on a temporary SQLite
+/// file and on a fresh PostgreSQL database, as `sqlite::name` and `postgres::name` (the test
+/// files say `#[macro_use] mod common;`).
+#[allow(unused_macros)]
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::common::sqlite().await;
+                    super::$name(&db.store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = crate::common::pg().await else { return };
+                    super::$name(&db.store).await;
+                }
+            )*
+        }
+    };
+}
+
 use std::path::PathBuf;
 
 use recall_core::message::{Block, DocumentKind, Message, Role, ToolResultContent};
