@@ -45,11 +45,13 @@ pub trait Embedder: Send + Sync {
     /// The length of every vector this embedder returns.
     fn dimension(&self) -> usize;
 
-    /// One L2-normalised embedding per text, in the order given.
+    /// One L2-normalised embedding per text, in the order given: texts recall looks for (a
+    /// query), embedded with the query prefix of a model that has one.
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError>;
 
-    /// [`Embedder::embed`] for work nobody waits on (recall's vector catch-up): an embedder
-    /// that computes in-process keeps it to one core, so that the requests it runs behind
+    /// [`Embedder::embed`] for the stored messages recall ranks, work nobody waits on (the
+    /// vector catch-up): with the document prefix of a model that has one, and, for an
+    /// embedder that computes in-process, on one core, so that the requests it runs behind
     /// keep the others. By default the same as `embed`.
     async fn embed_background(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
         self.embed(texts).await
@@ -83,7 +85,9 @@ impl EmbedSettings {
     /// Reads the environment:
     /// - `RECALL_EMBED_URL` set: an embeddings server at that URL (its root or its `/v1`),
     ///   with `RECALL_EMBED_MODEL_NAME` (required: it is sent as `model` and recorded with
-    ///   every vector) and `RECALL_EMBED_KEY` (optional bearer key, never logged);
+    ///   every vector), `RECALL_EMBED_KEY` (optional bearer key, never logged) and
+    ///   `RECALL_EMBED_QUERY_PREFIX` / `RECALL_EMBED_DOCUMENT_PREFIX` (optional: put before
+    ///   what recall looks for and before stored messages, for models trained that way);
     /// - otherwise the in-process model from `RECALL_EMBED_MODEL` (a directory), else from
     ///   [`default_model_dir`]; `RECALL_EMBED_MODEL_NAME` overrides the recorded name.
     pub fn from_env() -> Result<Self, EmbedError> {
@@ -103,6 +107,8 @@ impl EmbedSettings {
             })?;
             return Ok(EmbedSettings::OpenAi(OpenAiEmbedderConfig {
                 api_key: var("RECALL_EMBED_KEY").map(EmbedKey::new),
+                query_prefix: var("RECALL_EMBED_QUERY_PREFIX").unwrap_or_default(),
+                document_prefix: var("RECALL_EMBED_DOCUMENT_PREFIX").unwrap_or_default(),
                 ..OpenAiEmbedderConfig::new(url, model)
             }));
         }

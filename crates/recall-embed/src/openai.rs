@@ -23,6 +23,12 @@ pub struct OpenAiEmbedderConfig {
     pub batch_size: usize,
     /// Time limit of one request (default 60 s).
     pub timeout: Duration,
+    /// Put before each text recall looks for ([`Embedder::embed`]): models trained with
+    /// asymmetric prefixes want them (nomic-embed-text-v1.5: `search_query: `). Empty: none.
+    pub query_prefix: String,
+    /// Put before each stored message ([`Embedder::embed_background`]; nomic-embed-text-v1.5:
+    /// `search_document: `). Empty: none.
+    pub document_prefix: String,
 }
 
 impl OpenAiEmbedderConfig {
@@ -34,6 +40,8 @@ impl OpenAiEmbedderConfig {
             model: model.into(),
             batch_size: 64,
             timeout: Duration::from_secs(60),
+            query_prefix: String::new(),
+            document_prefix: String::new(),
         }
     }
 }
@@ -220,6 +228,24 @@ impl Embedder for OpenAiEmbedder {
     }
 
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        self.embed_with(&self.config.query_prefix, texts).await
+    }
+
+    async fn embed_background(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        self.embed_with(&self.config.document_prefix, texts).await
+    }
+}
+
+impl OpenAiEmbedder {
+    /// Embeds `texts`, each after `prefix`, in batches of the configured size.
+    async fn embed_with(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        let prefixed: Vec<String>;
+        let texts: Vec<&str> = if prefix.is_empty() {
+            texts.to_vec()
+        } else {
+            prefixed = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+            prefixed.iter().map(String::as_str).collect()
+        };
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(self.config.batch_size) {
             for v in self.request(batch).await? {

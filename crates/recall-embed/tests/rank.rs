@@ -395,3 +395,63 @@ async fn a_response_that_does_not_match_the_input_is_refused() {
         "{err}"
     );
 }
+
+/// Models trained with asymmetric prefixes (nomic-embed-text-v1.5: `search_query: ` and
+/// `search_document: `; e5: `query: ` and `passage: `) get them: what recall looks for with
+/// the query prefix, stored messages (the catch-up's `embed_background`) with the document
+/// prefix, and nothing else changes (the probe, the recorded model name).
+#[tokio::test]
+async fn query_and_document_prefixes_reach_the_server() {
+    use recall_testkit::{FakeServer, Reply};
+    use std::sync::Arc;
+    let fake = FakeServer::start(Arc::new(|req, _| {
+        let inputs = req.json()["input"].as_array().cloned().unwrap_or_default();
+        let data: Vec<serde_json::Value> = (0..inputs.len())
+            .map(|i| serde_json::json!({"index": i, "embedding": [1.0, 0.0]}))
+            .collect();
+        Reply::json(200, serde_json::json!({"data": data}))
+    }))
+    .await;
+    let e = OpenAiEmbedder::connect(OpenAiEmbedderConfig {
+        query_prefix: "search_query: ".into(),
+        document_prefix: "search_document: ".into(),
+        ..OpenAiEmbedderConfig::new(fake.base_url(), "nomic-embed-text-v1.5")
+    })
+    .await
+    .unwrap();
+    e.embed(&[QUESTION]).await.unwrap();
+    e.embed_background(&[FACT, "second"]).await.unwrap();
+    let inputs: Vec<serde_json::Value> = fake
+        .requests()
+        .iter()
+        .map(|r| r.json()["input"].clone())
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            serde_json::json!(["dimension probe"]),
+            serde_json::json!([format!("search_query: {QUESTION}")]),
+            serde_json::json!([
+                format!("search_document: {FACT}"),
+                "search_document: second"
+            ]),
+        ]
+    );
+    assert_eq!(e.model(), "nomic-embed-text-v1.5");
+    // Read from the environment's names, trailing blanks kept.
+    let s = recall_embed::EmbedSettings::from_vars(|n| match n {
+        "RECALL_EMBED_URL" => Some("http://127.0.0.1:1/v1".to_string()),
+        "RECALL_EMBED_MODEL_NAME" => Some("nomic".to_string()),
+        "RECALL_EMBED_QUERY_PREFIX" => Some("search_query: ".to_string()),
+        "RECALL_EMBED_DOCUMENT_PREFIX" => Some("search_document: ".to_string()),
+        _ => None,
+    })
+    .unwrap();
+    match s {
+        recall_embed::EmbedSettings::OpenAi(c) => {
+            assert_eq!(c.query_prefix, "search_query: ");
+            assert_eq!(c.document_prefix, "search_document: ");
+        }
+        other => panic!("{other:?}"),
+    }
+}

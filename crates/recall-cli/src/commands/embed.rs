@@ -20,7 +20,11 @@ pub struct EmbedArgs {
 pub const EMBED_HELP: &str = "\
 The embedder is configured by environment:
   RECALL_EMBED_URL         an OpenAI-compatible server (root or .../v1), POST /v1/embeddings;
-                           with RECALL_EMBED_MODEL_NAME (required) and RECALL_EMBED_KEY
+                           with RECALL_EMBED_MODEL_NAME (required) and RECALL_EMBED_KEY, and
+                           RECALL_EMBED_QUERY_PREFIX / RECALL_EMBED_DOCUMENT_PREFIX for models
+                           trained with them (put before what recall looks for / before
+                           stored messages; nomic-embed-text-v1.5: 'search_query: ' and
+                           'search_document: '; this command embeds its texts as queries)
   RECALL_EMBED_MODEL       else: all-MiniLM-L6-v2 in-process from this directory
                            [default: ~/.cache/recall/minilm, filled by scripts/models.sh fetch]
 
@@ -29,7 +33,10 @@ Each line: {\"model\": NAME, \"dimension\": N, \"vector\": [...]} (unit length).
 Examples:
   recall embed 'My dog is called Rex'
   recall embed 'first text' 'second text'
-  RECALL_EMBED_URL=http://127.0.0.1:8000/v1 RECALL_EMBED_MODEL_NAME=e5 recall embed 'hello'";
+  RECALL_EMBED_URL=http://127.0.0.1:8000/v1 RECALL_EMBED_MODEL_NAME=e5 recall embed 'hello'
+  RECALL_EMBED_URL=http://127.0.0.1:8081/v1 RECALL_EMBED_MODEL_NAME=nomic-embed-text-v1.5 \
+    RECALL_EMBED_QUERY_PREFIX='search_query: ' RECALL_EMBED_DOCUMENT_PREFIX='search_document: ' \
+    recall embed 'What is my dog called?'";
 
 pub async fn run(args: EmbedArgs) -> anyhow::Result<ExitCode> {
     let embedder = EmbedSettings::from_env()
