@@ -105,8 +105,13 @@ fn context_stats(db: &str, cache: &Path, id: &str, args: &[&str]) -> Value {
         .args(["--query", "What is my pet called?", "--stats"])
         .output()
         .unwrap();
+    stats_of(&out)
+}
+
+/// The `stats: {...}` line a successful `--stats` command printed on stderr.
+fn stats_of(out: &std::process::Output) -> Value {
     assert!(out.status.success(), "{out:?}");
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
     let line = stderr
         .lines()
         .find_map(|l| l.strip_prefix("stats: "))
@@ -162,13 +167,7 @@ fn recall_is_on_by_default_once_a_conversation_outgrows_its_budget() {
         .args(["context", &short, "--max-tokens", "4000", "--stats"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    let line = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("stats: "))
-        .unwrap();
-    let s: Value = serde_json::from_str(line).unwrap();
+    let s = stats_of(&out);
     assert_eq!(s["dropped"], 0, "{s}");
     assert!(s.get("recalled").is_none(), "{s}");
     // The outgrown one with the broken model does fail: the check above can tell.

@@ -7,37 +7,17 @@
 // Test code: a panic is how it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use recall_engine::embed::{Embedder, MiniLm, MiniLmConfig};
 use recall_engine::store::VectorScope;
 use recall_engine::{ConversationRef, Engine, ImportTarget, Limits};
 use serde_json::json;
 
-fn minilm() -> Option<Arc<dyn Embedder>> {
-    let dir = std::env::var_os("RECALL_EMBED_MODEL")
-        .map(PathBuf::from)
-        .or_else(recall_engine::embed::default_model_dir)
-        .filter(|d| d.join("model.safetensors").is_file());
-    match dir {
-        Some(d) => Some(Arc::new(
-            MiniLm::load(MiniLmConfig::new(d)).expect("load MiniLM"),
-        )),
-        None => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "all-MiniLM-L6-v2 is not installed (CI runs this test with the real model)"
-            );
-            recall_testkit::skipped(
-                "all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)",
-            );
-            None
-        }
-    }
-}
+mod common;
+
+use common::minilm;
 
 /// Imports `n` messages into a new conversation of `tenant` through `engine`; its id.
 async fn import(engine: &Engine, tenant: &str, n: usize) -> String {

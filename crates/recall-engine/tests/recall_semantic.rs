@@ -11,44 +11,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use recall_engine::ConversationRef;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use recall_core::policy::Count;
 use recall_core::{ContextRequest, Format, PolicyOverrides};
-use recall_engine::embed::{EmbedSettings, Embedder, MiniLm, MiniLmConfig, OpenAiEmbedderConfig};
+use recall_engine::embed::{EmbedSettings, Embedder, OpenAiEmbedderConfig};
 use recall_engine::store::NewConversation;
 use recall_engine::{Engine, Limits};
 use serde_json::{json, Value};
 
+mod common;
+
+use common::{minilm, minilm_model};
+
 const T: &str = "default";
-
-fn minilm() -> Option<Arc<dyn Embedder>> {
-    minilm_model().map(|m| m as Arc<dyn Embedder>)
-}
-
-fn minilm_model() -> Option<Arc<MiniLm>> {
-    let dir = std::env::var_os("RECALL_EMBED_MODEL")
-        .map(PathBuf::from)
-        .or_else(recall_engine::embed::default_model_dir)
-        .filter(|d| d.join("model.safetensors").is_file());
-    match dir {
-        Some(d) => Some(Arc::new(
-            MiniLm::load(MiniLmConfig::new(d)).expect("load MiniLM"),
-        )),
-        None => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "all-MiniLM-L6-v2 is not installed (CI runs this test with the real model)"
-            );
-            recall_testkit::skipped(
-                "all-MiniLM-L6-v2 is not installed (bash scripts/models.sh fetch)",
-            );
-            None
-        }
-    }
-}
 
 /// A fact early, then turns that share none of the question's words.
 fn conversation() -> Vec<Value> {
