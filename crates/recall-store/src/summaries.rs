@@ -195,9 +195,21 @@ pub(crate) async fn take_lease<D: Statements>(
     upto_seq: i64,
 ) -> Result<bool, crate::StoreError> {
     let values = params![c.id, c.tenant, holder, expires_at, now_ms(), upto_seq];
-    let taken = execute(db, TAKE_LEASE, &values).await?;
+    take_lease_row(db, c, TAKE_LEASE, &values).await
+}
+
+/// Runs a lease's conditional upsert (`sql`) for conversation `c`: true when it changed a row
+/// (taken or renewed); when it did not, the lease is another holder's, unless the
+/// conversation is not this tenant's ([`crate::StoreError::ConversationNotFound`]). Both
+/// leases (compaction's, the vector catch-up's) are taken this way.
+pub(crate) async fn take_lease_row<D: Statements>(
+    db: &D,
+    c: Conv<'_>,
+    sql: &'static str,
+    values: &[crate::driver::Param],
+) -> Result<bool, crate::StoreError> {
+    let taken = execute(db, sql, values).await?;
     if taken == 0 {
-        // Not taken: held by another, or no such conversation for this tenant.
         crate::conversations::get(db, c).await?;
     }
     Ok(taken > 0)

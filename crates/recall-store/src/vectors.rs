@@ -123,12 +123,7 @@ pub(crate) async fn take_lease<D: Statements>(
     expires_at: i64,
 ) -> Result<bool, StoreError> {
     let values = params![c.id, c.tenant, model, holder, expires_at, now_ms()];
-    let taken = execute(db, TAKE_VECTOR_LEASE, &values).await?;
-    if taken == 0 {
-        // Not taken: held by another, or no such conversation for this tenant.
-        crate::conversations::get(db, c).await?;
-    }
-    Ok(taken > 0)
+    crate::summaries::take_lease_row(db, c, TAKE_VECTOR_LEASE, &values).await
 }
 
 /// Gives a vector lease up (see [`crate::Store::release_vector_lease`]).
