@@ -35,6 +35,7 @@ mod common;
 use recall_engine::ConversationRef;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -198,9 +199,13 @@ fn main() {
     // The same store with an embedder, every message embedded before any question.
     let hybrid = match rt.block_on(recall_engine::embed::from_env()) {
         Ok(embedder) => {
+            let embedder = QueryCache {
+                inner: Arc::from(embedder),
+                seen: std::sync::Mutex::default(),
+            };
             let hybrid = Engine::new(engine.store().clone(), Limits::default())
                 .with_index_budget(None)
-                .with_embedder(Arc::from(embedder));
+                .with_embedder(Arc::new(embedder));
             let started = Instant::now();
             for l in &loaded {
                 let done = rt
@@ -233,6 +238,19 @@ fn main() {
         methods.push(Method::Lexical(Share::Default));
     }
 
+    // With RECALL_BENCH_DUMP=FILE, the raw material of a method study: per conversation its
+    // messages (seq, time, excerpt tokens), per question and budget under the default policy
+    // the window's start, the recall budget, what was chosen, and the lexical and semantic
+    // rankings well past what one context uses (JSON lines).
+    let mut dump = std::env::var_os("RECALL_BENCH_DUMP")
+        .filter(|_| hybrid.is_some())
+        .map(|p| std::io::BufWriter::new(std::fs::File::create(p).unwrap()));
+    if let Some(d) = &mut dump {
+        for l in &loaded {
+            let line = rt.block_on(study_messages(&engine, l, tokenizer));
+            writeln!(d, "{line}").unwrap();
+        }
+    }
     let mut outcomes = Vec::new();
     for (c, l) in loaded.iter().enumerate() {
         let last_seq = *l.seqs.last().unwrap();
@@ -270,6 +288,20 @@ fn main() {
                         hits = r.messages.iter().filter(|m| m.hit).map(|m| m.seq).collect();
                         terms.clone_from(&r.terms);
                     }
+                    if let (Some(dump), Method::Hybrid(Share::Default), Some(start)) =
+                        (&mut dump, method, window_start)
+                    {
+                        let r = out.stats.recalled.as_ref().map_or(0, |r| r.budget);
+                        let chosen: Vec<i64> = out
+                            .stats
+                            .recalled
+                            .iter()
+                            .flat_map(|r| r.messages.iter().map(|m| m.seq))
+                            .collect();
+                        let line =
+                            rt.block_on(study_line(engine, l, question, budget, start, r, &chosen));
+                        writeln!(dump, "{line}").unwrap();
+                    }
                     let missing = question
                         .evidence
                         .iter()
@@ -298,6 +330,150 @@ fn main() {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, &report).unwrap();
     eprintln!("memory: report written to {}", path.display());
+}
+
+/// The environment's embedder with each query's embedding kept: every question is asked under
+/// several methods and budgets, and an embeddings server takes 100 ms or more a query.
+struct QueryCache {
+    inner: Arc<dyn recall_engine::embed::Embedder>,
+    seen: std::sync::Mutex<std::collections::HashMap<String, recall_engine::embed::Embedding>>,
+}
+
+#[async_trait::async_trait]
+impl recall_engine::embed::Embedder for QueryCache {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+
+    async fn embed(
+        &self,
+        texts: &[&str],
+    ) -> Result<Vec<recall_engine::embed::Embedding>, recall_engine::embed::EmbedError> {
+        if let [one] = texts {
+            if let Some(e) = self.seen.lock().unwrap().get(*one) {
+                return Ok(vec![e.clone()]);
+            }
+            let e = self.inner.embed(texts).await?;
+            self.seen
+                .lock()
+                .unwrap()
+                .insert((*one).to_string(), e[0].clone());
+            return Ok(e);
+        }
+        self.inner.embed(texts).await
+    }
+
+    async fn embed_background(
+        &self,
+        texts: &[&str],
+    ) -> Result<Vec<recall_engine::embed::Embedding>, recall_engine::embed::EmbedError> {
+        self.inner.embed_background(texts).await
+    }
+}
+
+/// Hits each ranking lists in a study dump.
+const STUDY_HITS: usize = 400;
+
+/// A conversation's messages for a study dump: seq, time and excerpt tokens as stored (the
+/// store's time is in the excerpt's header), and the session the set gave the turn.
+async fn study_messages(engine: &Engine, l: &Loaded, tokenizer: Tokenizer) -> String {
+    use recall_core::recall::{RecallKey, RecallQuery};
+    let query = RecallQuery::new(
+        "",
+        i64::MAX,
+        0,
+        recall_core::policy::RecallScope::Conversation,
+    );
+    let keys: Vec<RecallKey> = l
+        .seqs
+        .iter()
+        .map(|&seq| RecallKey {
+            conversation_id: None,
+            seq,
+        })
+        .collect();
+    let stored = engine
+        .store()
+        .recall_messages(T, &l.id, &query, &keys)
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.len(),
+        l.seqs.len(),
+        "{}: a turn was not read",
+        l.conv.name
+    );
+    let session: BTreeMap<i64, usize> = l
+        .seqs
+        .iter()
+        .zip(&l.conv.turns)
+        .map(|(&seq, t)| (seq, t.session))
+        .collect();
+    let msgs: Vec<serde_json::Value> = stored
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "seq": c.seq,
+                "at": c.at,
+                "session": session[&c.seq],
+                "tokens": recall_core::recall::excerpt_tokens(c.seq, c.at, &c.message, true, &tokenizer),
+            })
+        })
+        .collect();
+    serde_json::json!({"conversation": l.conv.name, "messages": msgs}).to_string()
+}
+
+/// One question at one budget for a study dump.
+async fn study_line(
+    engine: &Engine,
+    l: &Loaded,
+    question: &Question,
+    budget: u64,
+    window_start: i64,
+    recall_budget: u64,
+    chosen: &[i64],
+) -> String {
+    use recall_core::recall::RecallQuery;
+    let mut query = RecallQuery::new(
+        &question.text,
+        window_start,
+        recall_budget,
+        recall_core::policy::RecallScope::Conversation,
+    );
+    query.limit = STUDY_HITS;
+    let lexical = engine
+        .store()
+        .recall_lexical(T, &l.id, &query)
+        .await
+        .unwrap();
+    let embedder = engine.embedder().unwrap();
+    let v = embedder.embed(&[question.text.as_str()]).await.unwrap();
+    let semantic = engine
+        .store()
+        .recall_semantic(T, &l.id, &query, embedder.model(), v[0].vector())
+        .await
+        .unwrap();
+    let pairs = |h: &[recall_core::recall::Ranked]| -> Vec<(i64, f64)> {
+        h.iter().map(|r| (r.seq, r.score)).collect()
+    };
+    serde_json::json!({
+        "conversation": l.conv.name,
+        "question": question.id,
+        "category": question.category.name(),
+        "evidence": question.evidence.iter().map(|&t| l.seqs[t]).collect::<Vec<_>>(),
+        "budget": budget,
+        "window_start": window_start,
+        "recall_budget": recall_budget,
+        "chosen": chosen,
+        "terms": query.terms,
+        "lexical": pairs(&lexical.hits),
+        "semantic": pairs(&semantic.hits),
+    })
+    .to_string()
 }
 
 /// Imports a conversation and maps its turns to seqs by their client ids.
