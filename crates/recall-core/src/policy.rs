@@ -51,10 +51,10 @@ pub const MIN_SUMMARY_TOKENS: u64 = 128;
 /// default once a conversation outgrows its budget.
 pub const DEFAULT_RECALL_PERMILLE: u64 = 500;
 /// The most tokens the default share takes: a section holds at most
-/// [`crate::recall::HITS_PER_QUERY`] hits, which filled 1,991 tokens on average of the 4,000
+/// [`crate::recall::HITS_PER_QUERY`] hits, which filled 2,950 tokens on average of the 4,000
 /// that half of an 8,000-token budget reserved on LoCoMo (docs/BENCHMARKS.md), so a larger
 /// share of a large budget would only be taken from the window.
-pub const MAX_DEFAULT_RECALL_TOKENS: u64 = 2_000;
+pub const MAX_DEFAULT_RECALL_TOKENS: u64 = 3_000;
 /// The smallest budget (less the summary's share) that gets default recall: below it the whole
 /// budget stays the window's, which must carry the current exchange.
 pub const MIN_DEFAULT_RECALL_BUDGET: u64 = 1_000;
@@ -220,7 +220,7 @@ impl Policy {
     /// assert_eq!(small.default_recall_tokens(), 0);
     /// assert_eq!(Policy::default().default_recall_tokens(), 0);
     /// let large = Policy { max_tokens: Some(150_000), ..Policy::default() };
-    /// assert_eq!(large.default_recall_tokens(), 2_000);
+    /// assert_eq!(large.default_recall_tokens(), 3_000);
     /// ```
     pub fn default_recall_tokens(&self) -> u64 {
         let Some(total) = self.max_tokens else {
@@ -333,7 +333,7 @@ pub struct PolicyOverrides {
     /// Recall: reserve N of the max_tokens budget for earlier messages (older than the
     /// window) relevant to the newest user message (or to `query`), once the conversation no
     /// longer fits max_tokens whole; the window gets the rest. Unset: half of max_tokens, at
-    /// most 2000 (none below 1000 tokens or without max_tokens). 0: no recall.
+    /// most 3000 (none below 1000 tokens or without max_tokens). 0: no recall.
     #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recall_tokens: Option<Count>,

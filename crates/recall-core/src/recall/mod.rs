@@ -11,7 +11,9 @@
 //!    semantics from per-message term weights, one definition in memory ([`LexicalIndex`])
 //!    and in the stores (see `lexical`), fused with semantic similarity when an embedder is
 //!    configured ([`reciprocal_rank_fusion`]);
-//! 4. [`choose`]s within `recall_tokens`: each hit in rank order (with its tool pair whole)
+//! 4. scores each hit with its session's best hits ([`score_by_session`]: sessions from the
+//!    messages' times, a gap of hours between them), then [`choose`]s within `recall_tokens`:
+//!    each hit in that order (with its tool pair whole)
 //!    while it fits, so the section fills its budget with the most relevant messages; oldest
 //!    first, deduplicated;
 //! 5. renders them as one tagged section ([`render_section`]) placed so that no byte before
@@ -44,6 +46,7 @@
 mod fuse;
 mod lexical;
 mod section;
+mod session;
 mod terms;
 mod vector;
 
@@ -59,6 +62,7 @@ pub use section::{
     render_section, with_leading_text, CandidateSource, Prefetched, RECALL_CLOSE, RECALL_INTRO,
     RECALL_INTRO_TENANT, RECALL_OPEN,
 };
+pub use session::{score_by_session, SESSION_BEST, SESSION_GAP_MS, TURN_SHARE};
 pub use terms::{
     is_stop_word, query_terms, stem, stems, words, MAX_TERMS, MAX_TERM_BYTES, STOP_WORDS,
 };
@@ -67,9 +71,12 @@ pub use vector::{dot, dot_bytes, vector_from_bytes, vector_to_bytes, CosineTop};
 use crate::message::Message;
 use crate::policy::RecallScope;
 
-/// Hits a store is asked for per context: more than a budget of 1,000–8,000 tokens can hold
-/// with neighbours, few enough to read their neighbours in one statement.
-pub const HITS_PER_QUERY: usize = 40;
+/// Hits each ranking is asked for per context, and kept after fusion: about what a section of
+/// 2,000 tokens holds when some hits do not fit (40 hits filled 1,898 of 2,000 tokens on
+/// LoCoMo; 60 held the evidence of 82.7% of the questions at 4,000 tokens against 81.4%,
+/// docs/BENCHMARKS.md "The method study"), few enough to read their neighbours in one
+/// statement.
+pub const HITS_PER_QUERY: usize = 60;
 
 /// Which message: its conversation (`None`: the conversation the context is built for, in
 /// `conversation` scope) and its `seq`.
@@ -84,7 +91,8 @@ pub struct RecallKey {
 pub struct Ranked {
     pub conversation_id: Option<String>,
     pub seq: i64,
-    /// The list's own score (BM25, cosine, or the fused score); higher is better.
+    /// The list's own score (BM25, cosine, the fused score, or one with its session's:
+    /// [`score_by_session`]); higher is better.
     pub score: f64,
 }
 
@@ -187,7 +195,8 @@ impl RecallQuery {
 pub struct RecalledMessage {
     pub conversation_id: Option<String>,
     pub seq: i64,
-    /// The score of the hit that brought it (its own, when it is the hit).
+    /// The score of the hit that brought it (its own, when it is the hit), as the choice
+    /// ranked it: with its session's ([`score_by_session`]).
     pub score: f64,
     /// True for a hit, false for a neighbour or a tool pair's other half.
     pub hit: bool,

@@ -8,8 +8,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{
-    Ranked, RecallCandidate, RecallKey, RecallQuery, RecallSection, RecallStats, RecalledMessage,
-    RecalledRef,
+    score_by_session, Ranked, RecallCandidate, RecallKey, RecallQuery, RecallSection, RecallStats,
+    RecalledMessage, RecalledRef,
 };
 use crate::message::{Block, Content, Message, Role};
 use crate::policy::RecallScope;
@@ -438,7 +438,8 @@ pub fn choose(
     }
 }
 
-/// Chooses the recalled messages: for each hit in rank order, its unit (the message, or its
+/// Chooses the recalled messages: the hits scored with their sessions ([`score_by_session`]:
+/// sessions from the hits' times), then for each hit in that order, its unit (the message, or its
 /// tool pair whole) when it fits what is left of the budget; a message is taken once. No
 /// neighbour comes with a hit: a message's document already holds the words of the messages
 /// before it (`document`), so a reply ranks with its question, and on real conversations
@@ -446,7 +447,8 @@ pub fn choose(
 /// as fewer hits with their neighbours. The budget covers the
 /// whole section: each excerpt's tokens under `counter`, and the frame's once. Only messages within two seqs of
 /// a hit are looked at ([`RecallQuery::neighbour_keys`]), each read from `source` at most
-/// once and only when needed; candidates outside [`RecallQuery::allows`] are never taken.
+/// once: every hit first (for its time), any other message only when needed; candidates
+/// outside [`RecallQuery::allows`] are never taken.
 /// `complete` is reported in the stats.
 pub fn choose_from<S: CandidateSource>(
     query: &RecallQuery,
@@ -471,7 +473,16 @@ pub fn choose_from<S: CandidateSource>(
         out: Vec::new(),
         costs: HashMap::new(),
     };
+    // Sessions from the hits' times (a store's messages have them; in memory none do).
+    let mut times = HashMap::new();
     for hit in hits {
+        let key = hit.key();
+        if let Some(t) = look.get(&key)?.and_then(|c| c.at) {
+            times.insert(key, t);
+        }
+    }
+    let hits = score_by_session(hits, |k| times.get(k).copied());
+    for hit in &hits {
         let key = hit.key();
         if st.taken.contains(&key) {
             continue;
