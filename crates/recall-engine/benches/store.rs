@@ -27,7 +27,9 @@
 //! - `context_recall_sqlite/10000_embedder`: the 10,000 build with recall by meaning too
 //!   (all-MiniLM-L6-v2 from the environment or the models cache; every message embedded
 //!   first), with the p50 and p95 of 200 builds printed; `10000_embedder_default` the same
-//!   with nothing set but `max_tokens` (the default share: 4,000 of the 8,000 tokens).
+//!   with nothing set but `max_tokens` (the default share: half of the 8,000 tokens, at most
+//!   3,000); then a `stages:` line, the query's embedding and the store's cosine scan over the
+//!   conversation's vectors timed alone (p50 and p95 of 200 each).
 //! - `context_pg/10000`: the same context build from PostgreSQL (`RECALL_TEST_PG_URL`, default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`; a database of its own is created and
 //!   dropped). Skipped with a notice when the server cannot be reached.
@@ -394,6 +396,50 @@ fn context_recall_sqlite_embedder(c: &mut Criterion) {
         });
     }
     g.finish();
+    stages(&rt, &engine, &id);
+}
+
+/// Where a context with recall by meaning spends its time: the query's embedding, and the
+/// store's cosine scan over every older vector, each timed alone (p50 and p95 of 200).
+fn stages(rt: &tokio::runtime::Runtime, engine: &Engine, id: &str) {
+    let embedder = engine.embedder().expect("embedder");
+    let text = "what did we decide about the deployment schedule";
+    let q = rt.block_on(embedder.embed(&[text])).expect("embed")[0].clone();
+    let query = recall_core::recall::RecallQuery::new(
+        text,
+        i64::MAX,
+        1_000,
+        recall_core::policy::RecallScope::Conversation,
+    );
+    let time = |f: &dyn Fn()| -> (f64, f64) {
+        let mut t: Vec<Duration> = (0..200)
+            .map(|_| {
+                let s = Instant::now();
+                f();
+                s.elapsed()
+            })
+            .collect();
+        t.sort();
+        (t[100].as_secs_f64() * 1e3, t[190].as_secs_f64() * 1e3)
+    };
+    let (e50, e95) = time(&|| {
+        rt.block_on(embedder.embed(&[black_box(text)]))
+            .expect("embed");
+    });
+    let (s50, s95) = time(&|| {
+        rt.block_on(engine.store().recall_semantic(
+            T,
+            id,
+            &query,
+            embedder.model(),
+            black_box(q.vector()),
+        ))
+        .expect("semantic");
+    });
+    eprintln!(
+        "stages: the query's embedding p50 {e50:.1} ms, p95 {e95:.1} ms; the semantic scan \
+         (every vector of the conversation) p50 {s50:.1} ms, p95 {s95:.1} ms (200 each)"
+    );
 }
 
 fn append_sqlite(c: &mut Criterion) {
