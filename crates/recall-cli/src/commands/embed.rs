@@ -24,7 +24,9 @@ The embedder is configured by environment:
                            RECALL_EMBED_QUERY_PREFIX / RECALL_EMBED_DOCUMENT_PREFIX for models
                            trained with them (put before what recall looks for / before
                            stored messages; nomic-embed-text-v1.5: 'search_query: ' and
-                           'search_document: '; this command embeds its texts as queries)
+                           'search_document: '; this command embeds its texts as queries;
+                           scripts/models.sh fetch-nomic installs that model and
+                           scripts/models.sh embed-serve serves it, printing these settings)
   RECALL_EMBED_MODEL       else: all-MiniLM-L6-v2 in-process from this directory
                            [default: ~/.cache/recall/minilm, filled by scripts/models.sh fetch]
 
@@ -34,7 +36,7 @@ Examples:
   recall embed 'My dog is called Rex'
   recall embed 'first text' 'second text'
   RECALL_EMBED_URL=http://127.0.0.1:8000/v1 RECALL_EMBED_MODEL_NAME=e5 recall embed 'hello'
-  RECALL_EMBED_URL=http://127.0.0.1:8081/v1 RECALL_EMBED_MODEL_NAME=nomic-embed-text-v1.5 \
+  RECALL_EMBED_URL=http://127.0.0.1:8089 RECALL_EMBED_MODEL_NAME=nomic-embed-text-v1.5 \
     RECALL_EMBED_QUERY_PREFIX='search_query: ' RECALL_EMBED_DOCUMENT_PREFIX='search_document: ' \
     recall embed 'What is my dog called?'";
 
