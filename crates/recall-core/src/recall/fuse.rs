@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::{Ranked, RecallKey};
+use super::{best_first, Ranked, RecallKey};
 
 /// The usual constant of reciprocal rank fusion (Cormack et al., 2009).
 pub const RRF_K: f64 = 20.0;
@@ -36,10 +36,6 @@ pub fn reciprocal_rank_fusion(lists: &[Vec<Ranked>]) -> Vec<Ranked> {
         .into_iter()
         .map(|(k, s)| Ranked::new(k.conversation_id, k.seq, s))
         .collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.key().cmp(&b.key()))
-    });
+    best_first(&mut out);
     out
 }

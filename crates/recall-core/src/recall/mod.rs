@@ -114,6 +114,16 @@ impl Ranked {
     }
 }
 
+/// Sorts ranked messages best first, ties to the older message (the key's order): every
+/// ranking recall makes orders its hits this way.
+pub(crate) fn best_first(ranked: &mut [Ranked]) {
+    ranked.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.key().cmp(&b.key()))
+    });
+}
+
 /// A message that may be recalled: a hit or a neighbour, as read from wherever it lives.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecallCandidate {

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{Ranked, RecallKey};
+use super::{best_first, Ranked, RecallKey};
 
 /// A gap between two hits of one conversation longer than this (two hours, in milliseconds)
 /// puts them in different sessions. Hits are clustered by their messages' times alone: two
@@ -89,11 +89,7 @@ pub fn score_by_session(
             Ranked::new(h.conversation_id.clone(), h.seq, score)
         })
         .collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.key().cmp(&b.key()))
-    });
+    best_first(&mut out);
     out
 }
 
