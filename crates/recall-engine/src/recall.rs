@@ -21,26 +21,43 @@ impl Engine {
         let Some(query) = &prepared.recall else {
             return Ok(None);
         };
-        if query.scope == recall_core::policy::RecallScope::Conversation {
-            self.catch_up_index(tenant, id).await?;
-        }
-        let lexical = self.store.recall_lexical(tenant, id, query).await?;
+        let embedder = self.embedder();
+        // The query's embedding is the slow stage (a model call); it needs nothing from the
+        // store, so it runs while the store catches up and ranks by words.
+        let lexical = async {
+            if query.scope == recall_core::policy::RecallScope::Conversation {
+                self.catch_up_index(tenant, id).await?;
+            }
+            Ok::<_, EngineError>(self.store.recall_lexical(tenant, id, query).await?)
+        };
+        let query_vector = async {
+            match embedder {
+                Some(embedder) if !query.text.trim().is_empty() => Ok::<_, EngineError>(
+                    embedder
+                        .embed(&[query.text.as_str()])
+                        .await?
+                        .into_iter()
+                        .next(),
+                ),
+                _ => Ok(None),
+            }
+        };
+        let vectors_caught_up = async {
+            if embedder.is_some() {
+                self.catch_up_before_context(tenant, id).await?;
+            }
+            Ok::<_, EngineError>(())
+        };
+        let (lexical, query_vector, caught_up) =
+            tokio::join!(lexical, query_vector, vectors_caught_up);
+        let lexical = lexical?;
+        let query_vector = query_vector?;
+        caught_up?;
         let mut complete = lexical.complete;
         let mut ranking = Ranking::Lexical;
         let mut hits = lexical.hits;
-        if let Some(embedder) = self.embedder() {
-            self.catch_up_before_context(tenant, id).await?;
-            // Semantic similarity of the query's text, fused with the lexical ranking.
-            let text = if query.text.trim().is_empty() {
-                None
-            } else {
-                embedder
-                    .embed(&[query.text.as_str()])
-                    .await?
-                    .into_iter()
-                    .next()
-            };
-            if let Some(q) = text {
+        if let Some(embedder) = embedder {
+            if let Some(q) = query_vector {
                 let semantic = self
                     .store
                     .recall_semantic(tenant, id, query, embedder.model(), q.vector())
