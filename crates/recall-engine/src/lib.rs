@@ -145,11 +145,28 @@ impl Engine {
         tenant: &str,
         new: NewConversation,
     ) -> Result<Conversation, EngineError> {
-        if let Some(p) = &new.policy {
-            p.validate()
-                .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
-        }
+        check_policy(&new)?;
         Ok(self.store.create_conversation(tenant, new).await?)
+    }
+
+    /// The conversation a client names `key`, created with `new` on first use (`new` is
+    /// ignored when it exists); whether it was created. A key that is one of the tenant's
+    /// conversation ids opens that conversation, so code that passes an id it stored keeps
+    /// working; any other key is a name of the client's own, unique per tenant, and two
+    /// processes opening one new name at once get one conversation.
+    pub async fn open_conversation(
+        &self,
+        tenant: &str,
+        key: &str,
+        new: NewConversation,
+    ) -> Result<(Conversation, bool), EngineError> {
+        check_policy(&new)?;
+        match self.store.get_conversation(tenant, key).await {
+            Ok(c) => return Ok((c, false)),
+            Err(recall_store::StoreError::ConversationNotFound(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(self.store.open_conversation(tenant, key, new).await?)
     }
 
     pub async fn get_conversation(
@@ -315,4 +332,13 @@ pub(crate) fn json_len(v: &Value) -> usize {
         Value::String(s) => s.len(),
         other => other.to_string().len(),
     }
+}
+
+/// A new conversation's policy, checked before anything is stored.
+fn check_policy(new: &NewConversation) -> Result<(), EngineError> {
+    if let Some(p) = &new.policy {
+        p.validate()
+            .map_err(|e| EngineError::Invalid(format!("invalid context policy: {e}")))?;
+    }
+    Ok(())
 }

@@ -18,8 +18,8 @@ use crate::model::{Conversation, ConversationUpdate, NewConversation, StoredTask
 use crate::statements::{
     get_conversation_sql, list_conversations_sql, API_KEY_TENANT, CONVERSATION_TENANTS,
     DELETE_CONVERSATION, DELETE_MESSAGES, DELETE_STABLE_WINDOWS, DROP_LEASE, DROP_SUMMARIES,
-    GET_TASK, INSERT_API_KEY, INSERT_CONVERSATION, INSERT_TASK, LIST_API_KEYS, REVOKE_API_KEY,
-    RUNNING, SAVE_RUNNING,
+    GET_TASK, INSERT_API_KEY, INSERT_CONVERSATION, INSERT_CONVERSATION_KEY, INSERT_TASK,
+    KEYED_CONVERSATION, LIST_API_KEYS, REVOKE_API_KEY, RUNNING, SAVE_RUNNING,
 };
 
 /// The conversation in `statements::CONVERSATION_COLUMNS` at columns 0–12.
@@ -44,12 +44,12 @@ pub(crate) fn conversation_row(r: &dyn Row) -> Result<Conversation, StoreError> 
     .decode()
 }
 
-/// Creates a conversation with a new id (checked by the caller).
-pub(crate) async fn create<D: Statements>(
-    db: &D,
+/// A new conversation's row under a new id, checked, with the values `INSERT_CONVERSATION`
+/// takes.
+fn new_row(
     tenant: &str,
     new: NewConversation,
-) -> Result<Conversation, StoreError> {
+) -> Result<(Conversation, Vec<crate::driver::Param>), StoreError> {
     check_text("tenant", tenant)?;
     check_text("title", new.title.as_deref().unwrap_or(""))?;
     check_text("system prompt", new.system_prompt.as_deref().unwrap_or(""))?;
@@ -66,8 +66,7 @@ pub(crate) async fn create<D: Statements>(
         policy,
         now
     ];
-    execute(db, INSERT_CONVERSATION, &values).await?;
-    Ok(Conversation {
+    let conv = Conversation {
         id,
         tenant: tenant.to_string(),
         title: new.title,
@@ -80,7 +79,93 @@ pub(crate) async fn create<D: Statements>(
         last_seq: 0,
         total_tokens: 0,
         forked_from: None,
-    })
+    };
+    Ok((conv, values.to_vec()))
+}
+
+/// Creates a conversation with a new id (checked by the caller).
+pub(crate) async fn create<D: Statements>(
+    db: &D,
+    tenant: &str,
+    new: NewConversation,
+) -> Result<Conversation, StoreError> {
+    let (conv, values) = new_row(tenant, new)?;
+    execute(db, INSERT_CONVERSATION, &values).await?;
+    Ok(conv)
+}
+
+/// The longest conversation key, in bytes.
+pub(crate) const MAX_CONVERSATION_KEY_BYTES: usize = 256;
+
+/// A conversation key a client chose: 1 to 256 bytes, not blank, no control characters (it
+/// travels in URLs, logs and error messages).
+pub(crate) fn check_conversation_key(key: &str) -> Result<(), StoreError> {
+    let bad = |why: &str| StoreError::Invalid(format!("conversation key {why}"));
+    if key.trim().is_empty() {
+        return Err(bad("is empty"));
+    }
+    if key.len() > MAX_CONVERSATION_KEY_BYTES {
+        return Err(bad(&format!(
+            "is longer than {MAX_CONVERSATION_KEY_BYTES} bytes"
+        )));
+    }
+    if key.chars().any(char::is_control) {
+        return Err(bad("contains a control character"));
+    }
+    Ok(())
+}
+
+/// The conversation tenant named `key`, created with `new` when the key is new: whether it
+/// was created. Two processes opening one new key at once get one conversation: the key's
+/// insert decides (PostgreSQL's waits for the other transaction and then does nothing; the
+/// loser removes the conversation it made and reads the winner's). SQLite has one writer.
+pub(crate) async fn open_keyed<D: Statements>(
+    db: &D,
+    tenant: &str,
+    key: &str,
+    new: NewConversation,
+) -> Result<(Conversation, bool), StoreError> {
+    check_text("tenant", tenant)?;
+    check_conversation_key(key)?;
+    let (conv, values) = new_row(tenant, new)?;
+    let (tenant, key) = (tenant.to_string(), key.to_string());
+    db.write(Box::new(move |tx| {
+        Box::pin(async move {
+            if let Some(existing) = keyed_in(tx, &tenant, &key).await? {
+                return Ok((existing, false));
+            }
+            tx.execute(INSERT_CONVERSATION, &values).await?;
+            let named = tx
+                .execute(INSERT_CONVERSATION_KEY, &params![&tenant, &key, &conv.id])
+                .await?;
+            if named == 1 {
+                return Ok((conv, true));
+            }
+            // Another transaction named it first: ours is not wanted.
+            tx.execute(DELETE_CONVERSATION, &params![&conv.id, &tenant])
+                .await?;
+            let winner = keyed_in(tx, &tenant, &key).await?.ok_or_else(|| {
+                StoreError::Invalid(format!(
+                    "conversation key {key:?} vanished while opening it"
+                ))
+            })?;
+            Ok((winner, false))
+        })
+    }))
+    .await
+}
+
+/// The conversation tenant named `key`, in the write transaction `tx`.
+async fn keyed_in(
+    tx: &mut dyn Tx,
+    tenant: &str,
+    key: &str,
+) -> Result<Option<Conversation>, StoreError> {
+    let found = tx_rows(tx, KEYED_CONVERSATION, &params![tenant, key], |r| r.text(0)).await?;
+    match found.into_iter().next() {
+        Some(id) => Ok(Some(get_in(tx, Conv::new(tenant, &id)).await?)),
+        None => Ok(None),
+    }
 }
 
 /// One conversation; another tenant's is not found.

@@ -112,6 +112,16 @@ pub trait Store: Send + Sync {
         new: NewConversation,
     ) -> Result<Conversation, StoreError>;
 
+    /// The conversation the tenant named `key` (a name of the client's own, unique per
+    /// tenant), created with `new` on first use; whether it was created. Safe when two
+    /// processes open one new key at once: both get the same conversation.
+    async fn open_conversation(
+        &self,
+        tenant: &str,
+        key: &str,
+        new: NewConversation,
+    ) -> Result<(Conversation, bool), StoreError>;
+
     /// One conversation.
     async fn get_conversation(&self, tenant: &str, id: &str) -> Result<Conversation, StoreError>;
 

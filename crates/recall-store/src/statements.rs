@@ -126,6 +126,14 @@ pub(crate) const INSERT_CONVERSATION: &str = "INSERT INTO conversations (id, ten
      system_prompt, metadata, policy, created_at, updated_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7)";
 
+/// The conversation tenant `$1` named `$2` (`conversation_keys`, migration 0015).
+pub(crate) const KEYED_CONVERSATION: &str =
+    "SELECT conversation_id FROM conversation_keys WHERE tenant = $1 AND conv_key = $2";
+
+/// Names conversation `$3` of tenant `$1` with key `$2`, unless the key is taken (0 rows).
+pub(crate) const INSERT_CONVERSATION_KEY: &str = "INSERT INTO conversation_keys \
+     (tenant, conv_key, conversation_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+
 /// Conversation `$1` of tenant `$2`.
 pub(crate) fn get_conversation_sql() -> String {
     format!("SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE id = $1 AND tenant = $2")

@@ -38,6 +38,15 @@ impl<D: Driver> Store for D {
         conv::create(self, tenant, new).await
     }
 
+    async fn open_conversation(
+        &self,
+        tenant: &str,
+        key: &str,
+        new: NewConversation,
+    ) -> Result<(Conversation, bool), StoreError> {
+        conv::open_keyed(self, tenant, key, new).await
+    }
+
     async fn get_conversation(&self, tenant: &str, id: &str) -> Result<Conversation, StoreError> {
         conv::get(self, checked(tenant, id)?).await
     }
