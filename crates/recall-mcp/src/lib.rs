@@ -262,18 +262,21 @@ impl RecallMcp {
         &self,
         a: CreateConversationArgs,
     ) -> Result<ConversationView, EngineError> {
-        let c = self
-            .engine
-            .create_conversation(
-                &self.tenant,
-                NewConversation {
-                    title: a.title,
-                    system_prompt: a.system_prompt,
-                    metadata: a.metadata.unwrap_or_default(),
-                    policy: a.policy,
-                },
-            )
-            .await?;
+        let new = NewConversation {
+            title: a.title,
+            system_prompt: a.system_prompt,
+            metadata: a.metadata.unwrap_or_default(),
+            policy: a.policy,
+        };
+        let c = match a.key.as_deref() {
+            Some(key) => {
+                self.engine
+                    .open_conversation(&self.tenant, key, new)
+                    .await?
+                    .0
+            }
+            None => self.engine.create_conversation(&self.tenant, new).await?,
+        };
         Ok(ConversationView::from(&c))
     }
 
@@ -518,7 +521,8 @@ pub fn tool_list() -> Result<Vec<Tool>, String> {
         tool::<CreateConversationArgs, ConversationView>(
             "create_conversation",
             "Create a conversation (optional title, system prompt, metadata, default context \
-             policy).",
+             policy); with `key`, open the conversation of that name, creating it the first \
+             time.",
             writes(false),
         )?,
         tool::<ClearConversationArgs, Cleared>(

@@ -274,6 +274,10 @@ pub struct CreateConversationArgs {
     pub metadata: Option<Map<String, Value>>,
     /// Default context policy: an optional `format` and limits such as `max_tokens`.
     pub policy: Option<ConversationPolicy>,
+    /// A name of your own for the conversation (unique in this tenant): the first call with
+    /// a key creates it, later calls return the same conversation and ignore the other
+    /// fields.
+    pub key: Option<String>,
 }
 
 /// Arguments of `clear_conversation`.

@@ -61,10 +61,12 @@ pub(crate) fn optional_json<T: serde::de::DeserializeOwned + Default>(
     }
 }
 
-/// Create a conversation.
+/// Create a conversation, or with `key` open the one of that name (creating it on first use).
 #[utoipa::path(post, path = "/v1/conversations", tag = "conversations",
     request_body = Option<CreateConversation>,
-    responses((status = 201, body = ConversationView), V1Errors),
+    responses((status = 201, description = "Created", body = ConversationView),
+        (status = 200, description = "The conversation named `key` already existed", body = ConversationView),
+        V1Errors),
     security(("bearer" = [])))]
 pub async fn create_conversation(
     State(state): State<AppState>,
@@ -72,19 +74,23 @@ pub async fn create_conversation(
     RawBody(body): RawBody,
 ) -> Result<impl IntoResponse, ApiError> {
     let b: CreateConversation = optional_json(&body)?;
-    let c = state
-        .engine()
-        .create_conversation(
-            &tenant,
-            NewConversation {
-                title: b.title,
-                system_prompt: b.system_prompt,
-                metadata: b.metadata.unwrap_or_default(),
-                policy: b.policy,
-            },
-        )
-        .await?;
-    Ok((StatusCode::CREATED, Json(ConversationView::from(&c))))
+    let new = NewConversation {
+        title: b.title,
+        system_prompt: b.system_prompt,
+        metadata: b.metadata.unwrap_or_default(),
+        policy: b.policy,
+    };
+    let engine = state.engine();
+    let (c, created) = match b.key.as_deref() {
+        Some(key) => engine.open_conversation(&tenant, key, new).await?,
+        None => (engine.create_conversation(&tenant, new).await?, true),
+    };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(ConversationView::from(&c))))
 }
 
 /// List conversations, oldest first, a page at a time.

@@ -21,6 +21,11 @@ pub struct CreateConversation {
     pub metadata: Option<Map<String, Value>>,
     /// Default context policy, e.g. `{"format": "xml", "max_turns": 10}`.
     pub policy: Option<ConversationPolicy>,
+    /// A name of the client's own for the conversation (1–256 bytes, unique per tenant):
+    /// the first request with a key creates the conversation (201), later ones answer the
+    /// same conversation (200) and ignore the other fields. A key that is one of the
+    /// tenant's conversation ids opens that conversation.
+    pub key: Option<String>,
 }
 
 /// A page of conversations.
