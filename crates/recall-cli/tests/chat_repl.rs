@@ -211,8 +211,22 @@ async fn the_repl_streams_clears_previews_trims_and_rejects_empty_input() {
             s.contains("Summarised messages 1 to 2 in 1 call(s): version 1")
         });
 
-        // clear empties the conversation.
+        // clear asks first: anything but "yes" keeps the messages.
         t.send("clear");
+        t.wait("the clear question", long, |s| {
+            s.contains("Type yes to confirm")
+        });
+        t.send("no");
+        t.wait("the refusal", long, |s| s.contains("Not cleared."));
+        let v = recall_json(&db, &["conversations", "show", &created, "--json"]);
+        assert_eq!(v["message_count"], 4, "{v}");
+
+        // "yes" empties the conversation.
+        t.send("/clear");
+        t.wait("the clear question again", long, |s| {
+            s.matches("Type yes to confirm").count() == 2
+        });
+        t.send("yes");
         t.wait("the clear confirmation", long, |s| {
             s.contains("Conversation cleared")
         });

@@ -438,7 +438,7 @@ fn claude_code_connects_to_mcp_over_http() {
             "add",
             "--transport",
             "http",
-            "recall",
+            "recall-http",
             &url,
             "--header",
             "Authorization: Bearer ${RECALL_KEY}",
@@ -457,19 +457,19 @@ fn claude_code_connects_to_mcp_over_http() {
     assert!(ok, "claude mcp list failed:\n{text}");
     let line = text
         .lines()
-        .find(|l| l.starts_with("recall:"))
-        .unwrap_or_else(|| panic!("recall is not listed:\n{text}"));
+        .find(|l| l.starts_with("recall-http:"))
+        .unwrap_or_else(|| panic!("recall-http is not listed:\n{text}"));
     assert_eq!(
         line,
-        format!("recall: {url} (HTTP) - ✔ Connected"),
+        format!("recall-http: {url} (HTTP) - ✔ Connected"),
         "{text}"
     );
 
     let (_, text) = claude_cmd(&["mcp", "list"], "rk_wrong");
     let line = text
         .lines()
-        .find(|l| l.starts_with("recall:"))
-        .unwrap_or_else(|| panic!("recall is not listed:\n{text}"));
+        .find(|l| l.starts_with("recall-http:"))
+        .unwrap_or_else(|| panic!("recall-http is not listed:\n{text}"));
     assert!(
         !line.contains("Connected"),
         "connected with a wrong key: {text}"

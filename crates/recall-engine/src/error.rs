@@ -106,6 +106,7 @@ impl EngineError {
                 | EngineError::Conflict { .. }
                 | EngineError::Time(_)
                 | EngineError::AlreadySent { .. }
+                | EngineError::Store(StoreError::Invalid(_))
                 | EngineError::Store(StoreError::HasForks { .. })
                 | EngineError::Store(StoreError::PartialForkPoint { .. })
                 | EngineError::Store(StoreError::CompactionBusy { .. })

@@ -91,9 +91,8 @@ impl From<EngineError> for ApiError {
             _ if e.is_upstream() => {
                 ApiError::new(StatusCode::BAD_GATEWAY, "upstream_error", e.to_string())
             }
-            // The store refuses what it could not read back (NUL characters, blocks with
-            // missing fields): the caller's input.
-            EngineError::Store(StoreError::Invalid(_)) => ApiError::invalid(e.to_string()),
+            // The caller's input, the store's refusals included (NUL characters, blocks with
+            // missing fields, a fork point past the end).
             _ if e.is_bad_input() => ApiError::invalid(e.to_string()),
             _ => {
                 tracing::error!(error = %e, "request failed");

@@ -10,7 +10,8 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use recall_server::{start, ServerConfig, Upstreams};
 //! let engine = recall_engine::Engine::open("/tmp/recall.db", Default::default()).await?;
-//! // No chat backend and no gateway upstream: those routes answer 503.
+//! // No chat backend (the chat routes answer 503) and no gateway upstream (its routes
+//! // answer 404).
 //! let server = start(engine, ServerConfig::default(), Upstreams::default(), "127.0.0.1:0".parse()?).await?;
 //! println!("listening on {}", server.addr);
 //! server.shutdown().await?;

@@ -14,12 +14,12 @@ use recall_engine::llm::Backend;
 use crate::error::ApiError;
 
 /// The live parts a server is started with besides its engine: none by default (the chat
-/// and gateway routes then answer 503).
+/// routes then answer 503, the gateway routes 404 `no_upstream`).
 #[derive(Debug, Clone, Default)]
 pub struct Upstreams {
     /// Chat backends by name (none: the chat routes answer 503).
     pub backends: Backends,
-    /// The gateway's upstreams (none: its routes answer 503) and new conversations' policy.
+    /// The gateway's upstreams (none: its routes answer 404) and new conversations' policy.
     pub gateway: Gateway,
 }
 

@@ -157,6 +157,14 @@ async fn repl(s: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitC
             "/exit" | "/quit" => break,
             "/help" => eprintln!("{}", REPL_HELP),
             "clear" | "/clear" => {
+                // A bare word is easy to type by accident, and clearing cannot be undone.
+                let answer = tokio::task::block_in_place(|| {
+                    rl.readline("Remove every message (cannot be undone)? Type yes to confirm: ")
+                });
+                if !matches!(answer.as_deref().map(str::trim), Ok("yes")) {
+                    eprintln!("Not cleared.");
+                    continue;
+                }
                 s.engine
                     .clear_conversation(ConversationRef::new(&s.tenant, &s.id))
                     .await
@@ -212,7 +220,7 @@ async fn repl(s: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitC
 }
 
 const REPL_HELP: &str = "\
-clear, /clear   empty the conversation
+clear, /clear   empty the conversation (asks to confirm)
 /context        print exactly what the model will be sent next
 /stats          messages, turns and tokens of the conversation
 /compact        summarise what the window has left behind (contexts carry it with --summarize)
@@ -259,7 +267,22 @@ async fn send(s: &Session, text: String) -> anyhow::Result<TurnOutcome> {
             eprintln!("error: {e} (your message is saved; nothing arrived)");
         }
     }
+    capped(s, &outcome);
     Ok(outcome)
+}
+
+/// Says so when the reply stopped at its output limit (backends normalise it to
+/// `max_tokens`): a cut reply otherwise looks finished.
+fn capped(s: &Session, o: &TurnOutcome) {
+    if o.error.is_none() && o.stop_reason.as_deref() == Some("max_tokens") {
+        let limit = s
+            .max_output_tokens
+            .map_or_else(|| "the backend's".to_string(), |n| n.to_string());
+        eprintln!(
+            "[the reply stopped at its limit of {limit} output tokens: raise \
+             --max-output-tokens for longer replies]"
+        );
+    }
 }
 
 /// `/retry` (no text: regenerate the last reply) and `/edit TEXT` (replace the last user
@@ -343,6 +366,7 @@ async fn branch(s: &mut Session, edit: Option<String>) -> anyhow::Result<()> {
     if let Some(e) = &branched.outcome.error {
         eprintln!("error: {e}");
     }
+    capped(s, &branched.outcome);
     eprintln!(
         "(now on fork {}; the previous version stays in {})",
         branched.conversation.id, s.id

@@ -10,13 +10,10 @@ use crate::db;
 /// Opens the database, then serves MCP on stdin/stdout until the client closes stdin.
 /// Nothing else may write to stdout: it carries the protocol.
 pub async fn run(a: McpArgs) -> anyhow::Result<ExitCode> {
-    let engine = db::open(
-        a.store.db.as_deref(),
-        Limits {
-            max_message_bytes: a.store.max_message_bytes,
-            ..Limits::default()
-        },
-    )
+    let engine = db::open(Limits {
+        max_message_bytes: a.store.max_message_bytes,
+        ..Limits::default()
+    })
     .await?;
     // `retry_turn` needs a chat backend: the one `recall chat` would pick, if any (stdout
     // carries the protocol, so a problem is told on stderr).

@@ -97,7 +97,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     init_logging(&a.log_format)?;
 
-    let url = db::resolve(a.db.as_deref().or(file.db.as_deref()))?;
+    let url = db::resolve(db::flag().or(file.db.as_deref()))?;
     // The flag (or RECALL_DURABILITY) over the config file.
     let durability = db::durability_flag()
         .or(file.durability)
@@ -171,8 +171,9 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     .collect();
     if providers.is_empty() {
         eprintln!(
-            "note: no gateway upstream, so /anthropic and /openai answer 503; set \
-             ANTHROPIC_API_KEY or OPENAI_BASE_URL to have one"
+            "note: no gateway upstream, so /anthropic and /openai answer 404; set \
+             ANTHROPIC_API_KEY, OPENAI_BASE_URL (or OPENAI_API_KEY), or start the local model \
+             (bash scripts/models.sh start) to have one"
         );
     } else {
         eprintln!("gateway: {}", providers.join(", "));
@@ -203,7 +204,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
 pub async fn keys(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         KeysCommand::Create(a) => {
-            let engine = db::open(a.store.db.as_deref(), Default::default()).await?;
+            let engine = db::open(Default::default()).await?;
             let (key, record) =
                 recall_server::create_key(engine.store().as_ref(), &a.tenant, a.label)
                     .await
@@ -215,7 +216,7 @@ pub async fn keys(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
             println!("{key}");
         }
         KeysCommand::List(a) => {
-            let engine = db::open(a.store.db.as_deref(), Default::default()).await?;
+            let engine = db::open(Default::default()).await?;
             let list = engine
                 .store()
                 .list_api_keys(a.tenant.as_deref())
@@ -258,7 +259,7 @@ pub async fn keys(cmd: KeysCommand) -> anyhow::Result<ExitCode> {
             }
         }
         KeysCommand::Revoke(a) => {
-            let engine = db::open(a.store.db.as_deref(), Default::default()).await?;
+            let engine = db::open(Default::default()).await?;
             let done = engine
                 .store()
                 .revoke_api_key(&a.id)

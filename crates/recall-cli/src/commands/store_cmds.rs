@@ -39,13 +39,10 @@ pub fn engine_err(e: EngineError) -> anyhow::Error {
 }
 
 pub(crate) async fn open(store: &StoreArgs) -> anyhow::Result<Engine> {
-    db::open(
-        store.db.as_deref(),
-        Limits {
-            max_message_bytes: store.max_message_bytes,
-            ..Limits::default()
-        },
-    )
+    db::open(Limits {
+        max_message_bytes: store.max_message_bytes,
+        ..Limits::default()
+    })
     .await
 }
 
@@ -65,18 +62,21 @@ pub async fn conversations(cmd: ConversationsCommand) -> anyhow::Result<ExitCode
                         .map_err(|e| bad_input(format!("--policy is not a valid policy: {e}")))?,
                 ),
             };
-            let c = engine
-                .create_conversation(
-                    &a.store.tenant,
-                    NewConversation {
-                        title: a.title,
-                        system_prompt: a.system,
-                        policy,
-                        ..NewConversation::default()
-                    },
-                )
-                .await
-                .map_err(engine_err)?;
+            let new = NewConversation {
+                title: a.title,
+                system_prompt: a.system,
+                policy,
+                ..NewConversation::default()
+            };
+            let c = match a.key.as_deref() {
+                Some(key) => engine.open_conversation(&a.store.tenant, key, new).await,
+                None => engine
+                    .create_conversation(&a.store.tenant, new)
+                    .await
+                    .map(|c| (c, true)),
+            }
+            .map_err(engine_err)?
+            .0;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&conversation_json(&c))?);
             } else {
