@@ -265,6 +265,36 @@ async fn piped_turns_with_the_anthropic_backend() {
     assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
 }
 
+/// Issue 53: a reply that stopped at its output limit says so on stderr (the reply itself
+/// stays on stdout as it came), and a reply that ended on its own says nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_cut_at_its_output_limit_says_so() {
+    let fake = recall_testkit::provider::FakeProvider::start().await;
+    let env = env();
+    let id = new_conversation(&env);
+    let run = |msg: &str| {
+        recall(&env)
+            .env("ANTHROPIC_API_KEY", "test-key-not-secret")
+            .env("ANTHROPIC_BASE_URL", fake.server.base_url())
+            .args(["chat", "--conversation", &id, "--max-output-tokens", "64"])
+            .write_stdin(msg)
+            .output()
+            .expect("run")
+    };
+    let out = tokio::task::block_in_place(|| run("please write a lot, it will be cut off"));
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the reply stopped at its limit of 64 output tokens"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("limit"));
+    let out = tokio::task::block_in_place(|| run("a short one"));
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("stopped at its limit"), "{stderr}");
+}
+
 #[test]
 fn empty_piped_input_is_rejected_and_nothing_is_stored() {
     let env = env();

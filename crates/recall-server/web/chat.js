@@ -187,6 +187,12 @@ export function renderMessage(m) {
     head.append(h('span', { class: 'badge badge-partial', 'data-testid': 'partial-badge' }, 'stopped — partial'));
   } else if (m.status === 'redacted') {
     head.append(h('span', { class: 'badge' }, 'redacted'));
+  } else if (role === 'assistant' && msg.metadata && msg.metadata.stop_reason === 'max_tokens') {
+    // A reply cut at the output limit looks finished otherwise.
+    head.append(h('span', {
+      class: 'badge badge-capped', 'data-testid': 'capped-badge',
+      title: 'The reply stopped at its output-token limit; raise max_output_tokens for longer replies.',
+    }, 'cut at the output limit'));
   }
   head.append(h('span', { class: 'branch-slot' }));
   const actions = h('span', { class: 'msg-actions' });

@@ -296,6 +296,12 @@ fn anthropic_reply(body: &Value, usage: CacheTotals, n: usize) -> Reply {
         "cache_read_input_tokens": usage.cache_read,
         "cache_creation_input_tokens": usage.cache_creation, "output_tokens": 1});
     let tool = last.contains("use the tool");
+    // "cut off": a reply that stopped at its output limit.
+    let end = if last.contains("cut off") {
+        "max_tokens"
+    } else {
+        "end_turn"
+    };
     let text = reply_text(body);
     if body["stream"] != true {
         let content = if tool {
@@ -308,7 +314,7 @@ fn anthropic_reply(body: &Value, usage: CacheTotals, n: usize) -> Reply {
         return Reply::json(
             200,
             json!({"id": id, "type": "message", "role": "assistant", "model": body["model"],
-                "content": content, "stop_reason": if tool {"tool_use"} else {"end_turn"},
+                "content": content, "stop_reason": if tool {"tool_use"} else {end},
                 "stop_sequence": null, "usage": u}),
         )
         .header("request-id", "req_fake");
@@ -354,7 +360,7 @@ fn anthropic_reply(body: &Value, usage: CacheTotals, n: usize) -> Reply {
     }
     parts.extend([
         anthropic::block_stop(0),
-        anthropic::message_delta("end_turn", 7),
+        anthropic::message_delta(end, 7),
         anthropic::message_stop(),
     ]);
     Reply::sse(parts).header("request-id", "req_fake")
@@ -377,6 +383,11 @@ fn openai_reply(body: &Value, n: usize) -> Reply {
         _ => {}
     }
     let tool = last.contains("use the tool");
+    let end = if last.contains("cut off") {
+        "length"
+    } else {
+        "stop"
+    };
     let text = reply_text(body);
     let prompt = (body.to_string().len() as u64).div_ceil(4);
     let usage =
@@ -393,7 +404,7 @@ fn openai_reply(body: &Value, n: usize) -> Reply {
             200,
             json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1,
                 "model": body["model"], "choices": [{"index": 0, "message": message,
-                "finish_reason": if tool {"tool_calls"} else {"stop"}}], "usage": usage}),
+                "finish_reason": if tool {"tool_calls"} else {end}}], "usage": usage}),
         );
     }
     let mut parts = vec![openai::chunk(
@@ -417,7 +428,7 @@ fn openai_reply(body: &Value, n: usize) -> Reply {
         for w in text.split_inclusive(' ') {
             parts.push(openai::chunk(json!({"content": w}), Value::Null));
         }
-        parts.push(openai::chunk(json!({}), json!("stop")));
+        parts.push(openai::chunk(json!({}), json!(end)));
     }
     if body["stream_options"]["include_usage"] == true {
         parts.push(openai::usage(prompt, 7));

@@ -335,6 +335,21 @@ async function main() {
       results.retry_forked = id !== chatId;
     });
 
+    await check('a reply cut at its output limit is marked as such', async () => {
+      await send(page, 'this answer gets cut off');
+      const last = page.locator('#messages article.msg-assistant').last();
+      await last.locator('[data-testid="capped-badge"]').waitFor();
+      await waitIdle(page);
+      assert.match(await last.locator('[data-testid="capped-badge"]').textContent(), /cut at the output limit/);
+      const id = await hashId(page);
+      const c = await http('GET', `/v1/conversations/${id}`);
+      const tail = await http('GET', `/v1/conversations/${id}/messages?after=${c.last_seq - 1}&limit=1`);
+      assert.equal(tail.data[0].message.metadata.stop_reason, 'max_tokens');
+      // A reply that ended on its own has no badge.
+      const earlier = page.locator('#messages article.msg-assistant[data-seq="2"] [data-testid="capped-badge"]');
+      assert.equal(await earlier.count(), 0);
+    });
+
     await check('edit a user message: a new branch, and ‹ 2/2 › switches between them', async () => {
       await page.click('#new-conv');
       await page.waitForFunction((old) => /^#\/c\/[A-Za-z0-9_-]+$/.test(location.hash) && !location.hash.includes(old), chatId);
