@@ -160,6 +160,25 @@ def test_search_forks_alternatives_and_redaction(client):
         client.get_conversation(f.id)
 
 
+def test_dot_segments_are_refused_before_a_request(client):
+    """Issue 49: ``redact(cid, "..")`` resolved to ``DELETE /v1/conversations/{cid}`` and
+    deleted the conversation; ``"."`` reached ``…/messages``. Now neither leaves the client."""
+    c = client.create_conversation()
+    client.append_message(c.id, {"role": "user", "content": "keep me"})
+    for bad in ("..", ".", ""):
+        with pytest.raises(rc.InvalidRequestError, match="path segment"):
+            client.redact(c.id, bad)
+        with pytest.raises(rc.InvalidRequestError, match="path segment"):
+            client.get_conversation(bad)
+        with pytest.raises(rc.InvalidRequestError, match="path segment"):
+            client.alternatives(c.id, bad)
+    assert client.get_conversation(c.id).message_count == 1
+    assert client.list_messages(c.id).data[0].status == "complete"
+    # An id with other dots is escaped, not refused: a 404, not another route.
+    with pytest.raises(rc.NotFoundError):
+        client.get_conversation("../x")
+
+
 def test_clear_and_compact_without_a_summariser(server, client):
     c = client.create_conversation()
     client.append_message(c.id, {"role": "user", "content": "hello"})

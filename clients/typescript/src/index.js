@@ -163,8 +163,18 @@ export function parseRetryAfter(value, now = Date.now()) {
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** @param {string | number} v one path segment, escaped */
-const seg = (v) => encodeURIComponent(String(v));
+/**
+ * One path segment, escaped; "", "." and ".." are refused, as a URL resolves them to another
+ * route (`redact(id, "..")` would otherwise be `DELETE /v1/conversations/{id}`).
+ * @param {string | number} v
+ */
+const seg = (v) => {
+  const s = String(v);
+  if (s === "" || s === "." || s === "..") {
+    throw new InvalidRequestError(422, "invalid_request", `${JSON.stringify(s)} is not a valid path segment (an id or a seq)`);
+  }
+  return encodeURIComponent(s);
+};
 
 /** @param {Record<string, unknown>} params */
 function query(params) {
@@ -288,12 +298,13 @@ export class Recall {
   }
 
   /**
-   * @param {string} path
+   * @param {() => string} path the route, built when the stream starts (a bad id then
+   *   fails the stream, not the call that made it)
    * @param {unknown} body
    * @returns {AsyncGenerator<ChatEvent, void, undefined>}
    */
   async *#events(path, body) {
-    const res = await this.#send("POST", path, body);
+    const res = await this.#send("POST", path(), body);
     if (!res.body) return;
     const decoder = new SSEDecoder();
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -350,7 +361,7 @@ export class Recall {
    * @param {string} id
    * @returns {Promise<ConversationView>}
    */
-  getConversation(id) {
+  async getConversation(id) {
     return this.#json("GET", `/v1/conversations/${seg(id)}`);
   }
 
@@ -361,7 +372,7 @@ export class Recall {
    * @param {UpdateConversation} body
    * @returns {Promise<ConversationView>}
    */
-  updateConversation(id, body) {
+  async updateConversation(id, body) {
     return this.#json("PATCH", `/v1/conversations/${seg(id)}`, body);
   }
 
@@ -380,7 +391,7 @@ export class Recall {
    * @param {string} id
    * @returns {Promise<Cleared>}
    */
-  clearConversation(id) {
+  async clearConversation(id) {
     return this.#json("POST", `/v1/conversations/${seg(id)}/clear`);
   }
 
@@ -391,7 +402,7 @@ export class Recall {
    * @param {{ title?: string }} [options]
    * @returns {Promise<ConversationView>}
    */
-  fork(id, at, options = {}) {
+  async fork(id, at, options = {}) {
     return this.#json("POST", `/v1/conversations/${seg(id)}/fork`, { at, ...options });
   }
 
@@ -400,7 +411,7 @@ export class Recall {
    * @param {string} id
    * @returns {Promise<ForkList>}
    */
-  forks(id) {
+  async forks(id) {
     return this.#json("GET", `/v1/conversations/${seg(id)}/forks`);
   }
 
@@ -410,7 +421,7 @@ export class Recall {
    * @param {CompactBody} [body]
    * @returns {Promise<CompactView>}
    */
-  compact(id, body = {}) {
+  async compact(id, body = {}) {
     return this.#json("POST", `/v1/conversations/${seg(id)}/compact`, body);
   }
 
@@ -422,7 +433,7 @@ export class Recall {
    * @param {MessageInput} message
    * @returns {Promise<AppendResponse>}
    */
-  appendMessage(id, message) {
+  async appendMessage(id, message) {
     return this.#json("POST", `/v1/conversations/${seg(id)}/messages`, message);
   }
 
@@ -432,7 +443,7 @@ export class Recall {
    * @param {MessageInput[]} messages
    * @returns {Promise<AppendResponse>}
    */
-  appendMessages(id, messages) {
+  async appendMessages(id, messages) {
     return this.#json("POST", `/v1/conversations/${seg(id)}/messages`, { messages });
   }
 
@@ -442,7 +453,7 @@ export class Recall {
    * @param {{ after?: number, limit?: number }} [params]
    * @returns {Promise<MessagePage>}
    */
-  listMessages(id, params = {}) {
+  async listMessages(id, params = {}) {
     return this.#json("GET", `/v1/conversations/${seg(id)}/messages${query(params)}`);
   }
 
@@ -480,7 +491,7 @@ export class Recall {
    * @param {number} seq
    * @returns {Promise<AlternativeList>}
    */
-  alternatives(id, seq) {
+  async alternatives(id, seq) {
     return this.#json("GET", `/v1/conversations/${seg(id)}/messages/${seg(seq)}/alternatives`);
   }
 
@@ -492,7 +503,7 @@ export class Recall {
    * @param {ContextBody} [body]
    * @returns {Promise<ContextResponse>}
    */
-  context(id, body = {}) {
+  async context(id, body = {}) {
     return this.#json("POST", `/v1/conversations/${seg(id)}/context`, body);
   }
 
@@ -518,7 +529,7 @@ export class Recall {
    * @returns {AsyncGenerator<ChatEvent, void, undefined>}
    */
   chat(id, content, options = {}) {
-    return this.#events(`/v1/conversations/${seg(id)}/chat`, { ...options, content });
+    return this.#events(() => `/v1/conversations/${seg(id)}/chat`, { ...options, content });
   }
 
   /**
@@ -529,7 +540,7 @@ export class Recall {
    * @returns {AsyncGenerator<ChatEvent, void, undefined>}
    */
   retry(id, seq, options = {}) {
-    return this.#events(`/v1/conversations/${seg(id)}/retry`, { ...options, seq });
+    return this.#events(() => `/v1/conversations/${seg(id)}/retry`, { ...options, seq });
   }
 
   /**
@@ -542,7 +553,7 @@ export class Recall {
    * @returns {AsyncGenerator<ChatEvent, void, undefined>}
    */
   edit(id, seq, content, options = {}) {
-    return this.#events(`/v1/conversations/${seg(id)}/edit`, { ...options, seq, content });
+    return this.#events(() => `/v1/conversations/${seg(id)}/edit`, { ...options, seq, content });
   }
 
   /**
@@ -579,7 +590,7 @@ export class Recall {
    * @param {string} id
    * @returns {Promise<TaskView>}
    */
-  getTask(id) {
+  async getTask(id) {
     return this.#json("GET", `/v1/tasks/${seg(id)}`);
   }
 

@@ -107,6 +107,24 @@ test("search, forks, alternatives, redaction", async () => {
   await assert.rejects(r.getConversation(f.id), rc.NotFoundError);
 });
 
+test("dot segments are refused before a request (issue 49)", async () => {
+  if (!r) return;
+  const c = await r.createConversation();
+  await r.appendMessage(c.id, { role: "user", content: "keep me" });
+  const refused = (e) => e instanceof rc.InvalidRequestError && /path segment/.test(e.serverMessage);
+  for (const bad of ["..", ".", ""]) {
+    await assert.rejects(r.redact(c.id, bad), refused);
+    await assert.rejects(r.getConversation(bad), refused);
+    await assert.rejects(r.alternatives(c.id, bad), refused);
+    const events = r.chat(bad, "hello");
+    await assert.rejects(events.next(), refused);
+  }
+  assert.equal((await r.getConversation(c.id)).message_count, 1);
+  assert.equal((await r.listMessages(c.id)).data[0].status, "complete");
+  // Other dots are escaped, not refused: a 404, not another route.
+  await assert.rejects(r.getConversation("../x"), rc.NotFoundError);
+});
+
 test("clear, compact without a summariser, tasks, operations", async () => {
   const c = await r.createConversation();
   await r.appendMessage(c.id, { role: "user", content: "hello" });
