@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import httpx
-import pytest
 from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
@@ -56,12 +55,6 @@ async def test_items_round_trip_losslessly_and_pop_and_clear(server):
         assert await s.get_items() == []
         assert await s.get_items(limit=3) == []
         assert await s.pop_item() is None
-
-
-async def test_an_unknown_session_is_not_found(server):
-    async with rc.AsyncRecall(server.url, server.key) as client:
-        with pytest.raises(rc.NotFoundError):
-            await RecallSession("no-such-conversation", client=client).get_items()
 
 
 def _recording_model(base_url: str, model: str, seen: list[dict]) -> OpenAIChatCompletionsModel:

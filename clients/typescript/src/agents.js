@@ -99,8 +99,9 @@ function textItem(role, text) {
 
 /**
  * @typedef {object} RecallSessionOptions
- * @property {string} [sessionId] the recall conversation's id (default: a new conversation,
- *   made on first use)
+ * @property {string} [sessionId] any name of yours for the session (`"user_123"`), or a
+ *   recall conversation's id: its conversation is created on first use and found again by
+ *   every later session of that name (default: a new conversation, made on first use)
  * @property {Recall} [client] default: `new Recall()` (RECALL_URL, RECALL_API_KEY)
  * @property {import("./index.js").PolicyOverrides} [context] policy fields: `getItems`
  *   returns recall's selection instead of every item
@@ -109,6 +110,8 @@ function textItem(role, text) {
 
 /** An Agents SDK session stored in a recall conversation. */
 export class RecallSession {
+  /** The recall conversation's id, once resolved. @type {string} */
+  #conversation = "";
   /** @param {RecallSessionOptions} [options] */
   constructor(options = {}) {
     /** @type {string} */
@@ -120,12 +123,28 @@ export class RecallSession {
     this.title = options.title;
   }
 
-  /** The conversation's id, made on first use when the session was given none. @returns {Promise<string>} */
-  async getSessionId() {
-    if (!this.sessionId) {
-      const c = await this.client.createConversation({ title: this.title ?? "openai-agents session" });
-      this.sessionId = c.id;
+  /**
+   * The recall conversation's id: the one named `sessionId` (created on first use, found
+   * again by every session of that name in any process), or a new one when the session was
+   * given none.
+   * @returns {Promise<string>}
+   */
+  async conversationId() {
+    if (!this.#conversation) {
+      const title = this.title ?? "openai-agents session";
+      if (this.sessionId) {
+        this.#conversation = (await this.client.createConversation({ key: this.sessionId, title })).id;
+      } else {
+        this.#conversation = (await this.client.createConversation({ title })).id;
+        this.sessionId = this.#conversation;
+      }
     }
+    return this.#conversation;
+  }
+
+  /** The session's id: the name it was given, else its new conversation's id. @returns {Promise<string>} */
+  async getSessionId() {
+    await this.conversationId();
     return this.sessionId;
   }
 
@@ -135,7 +154,7 @@ export class RecallSession {
    * @returns {Promise<any[]>}
    */
   async getItems(limit) {
-    const id = await this.getSessionId();
+    const id = await this.conversationId();
     /** @type {Item[]} */
     let items = [];
     if (this.context) items = await this.#selected(id);
@@ -173,14 +192,14 @@ export class RecallSession {
    */
   async addItems(items) {
     if (!items.length) return;
-    const id = await this.getSessionId();
+    const id = await this.conversationId();
     const batch = items.map((it) => ({ ...itemToMessage(it), id: `agents-${crypto.randomUUID()}` }));
     await this.client.appendMessages(id, batch);
   }
 
   /** Removes the newest item: its message is redacted. @returns {Promise<any | undefined>} */
   async popItem() {
-    const id = await this.getSessionId();
+    const id = await this.conversationId();
     const newest = (await this.#tail(id, 1)).at(-1);
     if (!newest) return undefined;
     await this.client.redact(id, newest[0].seq);
@@ -189,7 +208,7 @@ export class RecallSession {
 
   /** Removes every item. @returns {Promise<void>} */
   async clearSession() {
-    if (this.sessionId) await this.client.clearConversation(this.sessionId);
+    if (this.sessionId) await this.client.clearConversation(await this.conversationId());
   }
 
   /**

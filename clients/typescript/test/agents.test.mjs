@@ -51,7 +51,52 @@ test("items round-trip losslessly; pop and clear", async () => {
   assert.deepEqual(await session.getItems(), []);
   assert.deepEqual(await session.getItems(3), []);
   assert.equal(await session.popItem(), undefined);
-  await assert.rejects(new RecallSession({ sessionId: "nope", client }).getItems(), rc.NotFoundError);
+});
+
+test("a session named by the user is created on first use and found again (issue 53)", async () => {
+  if (!client) return;
+  const name = `user_${crypto.randomUUID().slice(0, 8)}`;
+  const first = new RecallSession({ sessionId: name, client });
+  assert.deepEqual(await first.getItems(), []);
+  await first.addItems([{ type: "message", role: "user", content: "My cat is called Miso." }]);
+  const again = new RecallSession({ sessionId: name, client });
+  assert.deepEqual(await again.getItems(), [{ type: "message", role: "user", content: "My cat is called Miso." }]);
+  assert.equal(await again.getSessionId(), name);
+  assert.equal(await again.conversationId(), await first.conversationId());
+  // Another tenant's session of that name is another conversation.
+  const other = new rc.Recall({ baseUrl: s.url, apiKey: s.otherKey });
+  const theirs = new RecallSession({ sessionId: name, client: other });
+  assert.deepEqual(await theirs.getItems(), []);
+  assert.notEqual(await theirs.conversationId(), await first.conversationId());
+});
+
+test("two processes racing on one new session name share one conversation", async () => {
+  if (!client) return;
+  const name = `race_${crypto.randomUUID().slice(0, 8)}`;
+  const agents = new URL("../src/agents.js", import.meta.url).href;
+  const script = `
+    const { RecallSession } = await import(${JSON.stringify(agents)});
+    const s = new RecallSession({ sessionId: process.argv[1] });
+    await s.addItems([{ type: "message", role: "user", content: "from " + process.argv[2] }]);
+    console.log(await s.conversationId());`;
+  const { spawn } = await import("node:child_process");
+  const env = { ...process.env, RECALL_URL: s.url, RECALL_API_KEY: s.apiKey };
+  const runOne = (who) => new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--input-type=module", "-e", script, name, who], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (err += d));
+    p.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`exit ${code}: ${err}`))));
+  });
+  const ids = await Promise.all([runOne("p1"), runOne("p2")]);
+  assert.equal(ids[0], ids[1]);
+  const texts = [];
+  for await (const m of client.iterMessages(ids[0])) texts.push(m.message.content);
+  assert.deepEqual(texts.sort(), ["from p1", "from p2"]);
+  let named = 0;
+  for await (const c of client.iterConversations()) if (c.id === ids[0]) named++;
+  assert.equal(named, 1);
 });
 
 const TURNS = [

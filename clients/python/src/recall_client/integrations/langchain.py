@@ -69,16 +69,22 @@ def from_recall(message: dict[str, Any]) -> BaseMessage:
 
 
 class RecallChatMessageHistory(BaseChatMessageHistory):
-    """A LangChain chat history stored in recall conversation ``conversation_id`` (``None``:
-    a new conversation, made on first write).
+    """A LangChain chat history stored in the recall conversation named ``conversation_id``
+    (or ``session_id``, as LangChain's own histories call it): any name of yours, or a
+    conversation's id. The conversation of that name is created on first use and found again
+    by every later history of that name, in any process (two processes racing on a new name
+    get one conversation). ``None``: a new conversation, made on first write.
 
     ``client`` serves the sync methods, ``async_client`` the async ones (each defaults to one
     from ``RECALL_URL`` and ``RECALL_API_KEY`` when first needed). ``add_messages`` stores a
     list in one batch: all or none.
     """
 
-    def __init__(self, conversation_id: str | None = None, *, client: Recall | None = None, async_client: AsyncRecall | None = None, title: str | None = None) -> None:
-        self.conversation_id = conversation_id
+    def __init__(self, conversation_id: str | None = None, *, session_id: str | None = None, client: Recall | None = None, async_client: AsyncRecall | None = None, title: str | None = None) -> None:
+        if conversation_id is not None and session_id is not None and conversation_id != session_id:
+            raise ValueError("give conversation_id or session_id, not both")
+        self.conversation_id = conversation_id if conversation_id is not None else session_id
+        self._resolved: str | None = None
         self._client = client
         self._async = async_client
         self._title = title
@@ -95,38 +101,55 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
             self._async = AsyncRecall()
         return self._async
 
+    def _id(self) -> str:
+        """The conversation's id: the one named ``conversation_id`` (created on first use),
+        else a new one."""
+        if self._resolved is None:
+            title = self._title or "langchain history"
+            if self.conversation_id is None:
+                self.conversation_id = self._resolved = self.client.create_conversation(title=title).id
+            else:
+                self._resolved = self.client.create_conversation(key=self.conversation_id, title=title).id
+        return self._resolved
+
+    async def _aid(self) -> str:
+        """:meth:`_id` on the async client."""
+        if self._resolved is None:
+            title = self._title or "langchain history"
+            if self.conversation_id is None:
+                self.conversation_id = self._resolved = (await self.async_client.create_conversation(title=title)).id
+            else:
+                self._resolved = (await self.async_client.create_conversation(key=self.conversation_id, title=title)).id
+        return self._resolved
+
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         if self.conversation_id is None:
             return []
-        return [from_recall(m.message) for m in self.client.iter_messages(self.conversation_id) if m.status != "redacted"]
+        return [from_recall(m.message) for m in self.client.iter_messages(self._id()) if m.status != "redacted"]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         if not messages:
             return
-        if self.conversation_id is None:
-            self.conversation_id = self.client.create_conversation(title=self._title or "langchain history").id
-        self.client.append_messages(self.conversation_id, [to_recall(m) for m in messages])
+        self.client.append_messages(self._id(), [to_recall(m) for m in messages])
 
     def clear(self) -> None:
         if self.conversation_id is not None:
-            self.client.clear_conversation(self.conversation_id)
+            self.client.clear_conversation(self._id())
 
     async def aget_messages(self) -> list[BaseMessage]:
         if self.conversation_id is None:
             return []
-        return [from_recall(m.message) async for m in self.async_client.iter_messages(self.conversation_id) if m.status != "redacted"]
+        return [from_recall(m.message) async for m in self.async_client.iter_messages(await self._aid()) if m.status != "redacted"]
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         if not messages:
             return
-        if self.conversation_id is None:
-            self.conversation_id = (await self.async_client.create_conversation(title=self._title or "langchain history")).id
-        await self.async_client.append_messages(self.conversation_id, [to_recall(m) for m in messages])
+        await self.async_client.append_messages(await self._aid(), [to_recall(m) for m in messages])
 
     async def aclear(self) -> None:
         if self.conversation_id is not None:
-            await self.async_client.clear_conversation(self.conversation_id)
+            await self.async_client.clear_conversation(await self._aid())
 
 
 class RecallRetriever(BaseRetriever):

@@ -99,8 +99,11 @@ class RecallSession(SessionABC):
     """An Agents SDK session stored in a recall conversation.
 
     Args:
-        session_id: the recall conversation's id; ``None`` makes a new conversation on first
-            use (then ``session_id`` is its id).
+        session_id: any name of yours for the session (``"user_123"``), or a recall
+            conversation's id: the conversation of that name is created on first use and
+            found again by every later session of that name, in any process (two processes
+            racing on a new name get one conversation). ``None`` makes a new conversation on
+            first use (then ``session_id`` is its id).
         client: the :class:`~recall_client.AsyncRecall` to use (default: one from
             ``RECALL_URL`` and ``RECALL_API_KEY``).
         context: policy fields for ``POST …/context``; when given, ``get_items`` returns
@@ -110,6 +113,7 @@ class RecallSession(SessionABC):
 
     def __init__(self, session_id: str | None = None, *, client: AsyncRecall | None = None, context: dict[str, Any] | None = None, title: str | None = None) -> None:
         self.session_id = session_id or ""
+        self._conversation = ""
         self.session_settings = None
         self.client = client or AsyncRecall()
         self.context = dict(context) if context is not None else None
@@ -117,11 +121,17 @@ class RecallSession(SessionABC):
         self._title = title
 
     async def conversation_id(self) -> str:
-        """The conversation's id, made on first use when the session was given none."""
-        if not self.session_id:
-            c = await self.client.create_conversation(title=self._title or "openai-agents session")
-            self.session_id = c.id
-        return self.session_id
+        """The recall conversation's id: the one named ``session_id`` (created on first use),
+        or a new one when the session was given none."""
+        if not self._conversation:
+            title = self._title or "openai-agents session"
+            if self.session_id:
+                c = await self.client.create_conversation(key=self.session_id, title=title)
+            else:
+                c = await self.client.create_conversation(title=title)
+                self.session_id = c.id
+            self._conversation = c.id
+        return self._conversation
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """Every stored item in order (the newest ``limit`` when given), or recall's selection
@@ -179,7 +189,7 @@ class RecallSession(SessionABC):
     async def clear_session(self) -> None:
         """Removes every item (``POST …/clear``)."""
         if self.session_id:
-            await self.client.clear_conversation(self.session_id)
+            await self.client.clear_conversation(await self.conversation_id())
 
     async def _selected(self, cid: str) -> list[Any]:
         body = dict(self.context or {})
