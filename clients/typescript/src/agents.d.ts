@@ -16,8 +16,9 @@ export function messageToItems(message: Record<string, any>): Item[];
 export const ITEM_KEY: "agents_item";
 /**
  * @typedef {object} RecallSessionOptions
- * @property {string} [sessionId] the recall conversation's id (default: a new conversation,
- *   made on first use)
+ * @property {string} [sessionId] any name of yours for the session (`"user_123"`), or a
+ *   recall conversation's id: its conversation is created on first use and found again by
+ *   every later session of that name (default: a new conversation, made on first use)
  * @property {Recall} [client] default: `new Recall()` (RECALL_URL, RECALL_API_KEY)
  * @property {import("./index.js").PolicyOverrides} [context] policy fields: `getItems`
  *   returns recall's selection instead of every item
@@ -48,7 +49,14 @@ export class RecallSession {
     /** What recall looks for when `context` is set (default: the newest stored user message). @type {string | undefined} */
     query: string | undefined;
     title: string | undefined;
-    /** The conversation's id, made on first use when the session was given none. @returns {Promise<string>} */
+    /**
+     * The recall conversation's id: the one named `sessionId` (created on first use, found
+     * again by every session of that name in any process), or a new one when the session was
+     * given none.
+     * @returns {Promise<string>}
+     */
+    conversationId(): Promise<string>;
+    /** The session's id: the name it was given, else its new conversation's id. @returns {Promise<string>} */
     getSessionId(): Promise<string>;
     /**
      * Every stored item in order (the newest `limit` when given), or recall's selection.
@@ -74,8 +82,9 @@ export class RecallSession {
 export type Item = Record<string, any>;
 export type RecallSessionOptions = {
     /**
-     * the recall conversation's id (default: a new conversation,
-     * made on first use)
+     * any name of yours for the session (`"user_123"`), or a
+     * recall conversation's id: its conversation is created on first use and found again by
+     * every later session of that name (default: a new conversation, made on first use)
      */
     sessionId?: string | undefined;
     /**

@@ -63,7 +63,7 @@ export interface paths {
         /** List conversations, oldest first, a page at a time. */
         get: operations["list_conversations"];
         put?: never;
-        /** Create a conversation. */
+        /** Create a conversation, or with `key` open the one of that name (creating it on first use). */
         post: operations["create_conversation"];
         delete?: never;
         options?: never;
@@ -650,6 +650,13 @@ export interface components {
         Count: number;
         /** @description `POST /v1/conversations`. */
         CreateConversation: {
+            /**
+             * @description A name of the client's own for the conversation (1–256 bytes, unique per tenant):
+             *     the first request with a key creates the conversation (201), later ones answer the
+             *     same conversation (200) and ignore the other fields. A key that is one of the
+             *     tenant's conversation ids opens that conversation.
+             */
+            key?: string | null;
             metadata?: Record<string, never> | null;
             policy?: null | components["schemas"]["Policy"];
             /** @description Sent with every context. */
@@ -1213,6 +1220,16 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The conversation named `key` already existed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationView"];
+                };
+            };
+            /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;

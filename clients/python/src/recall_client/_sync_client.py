@@ -27,8 +27,13 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 def _seg(value: str | int) -> str:
-    """One path segment, escaped (ids may hold any character)."""
-    return quote(str(value), safe="")
+    """One path segment, escaped (ids may hold any character). ``""``, ``"."`` and ``".."``
+    are refused: a URL resolves them to another route (``redact(id, "..")`` would be
+    ``DELETE /v1/conversations/{id}``)."""
+    s = str(value)
+    if s in ("", ".", ".."):
+        raise InvalidRequestError(422, "invalid_request", f"{s!r} is not a valid path segment (an id or a seq)")
+    return quote(s, safe="")
 
 
 def _body(model: type[_T], given: _T | Mapping[str, Any] | None, fields: Mapping[str, Any], *, keep_none: bool = False) -> dict[str, Any]:

@@ -843,6 +843,13 @@ class CreateConversation(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    key: str | None = None
+    """
+    A name of the client's own for the conversation (1–256 bytes, unique per tenant):
+    the first request with a key creates the conversation (201), later ones answer the
+    same conversation (200) and ignore the other fields. A key that is one of the
+    tenant's conversation ids opens that conversation.
+    """
     metadata: dict[str, Any] | None = None
     policy: Policy | None = None
     system_prompt: str | None = None
