@@ -94,7 +94,10 @@ def test_two_processes_racing_on_a_new_name_share_one_conversation(server):
     assert len(ids) == 1, ids
     (cid,) = ids
     with rc.Recall(server.url, server.key) as client:
-        texts = sorted(m.message["content"] for m in client.iter_messages(cid))
+        def text(content):
+            return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+        texts = sorted(text(m.message["content"]) for m in client.iter_messages(cid))
         assert texts == ["from p1", "from p2"]
         named = [c for c in client.iter_conversations() if c.id == cid]
         assert len(named) == 1

@@ -92,7 +92,10 @@ test("two processes racing on one new session name share one conversation", asyn
   const ids = await Promise.all([runOne("p1"), runOne("p2")]);
   assert.equal(ids[0], ids[1]);
   const texts = [];
-  for await (const m of client.iterMessages(ids[0])) texts.push(m.message.content);
+  for await (const m of client.iterMessages(ids[0])) {
+    const c = m.message.content;
+    texts.push(typeof c === "string" ? c : c.map((b) => b.text ?? "").join(""));
+  }
   assert.deepEqual(texts.sort(), ["from p1", "from p2"]);
   let named = 0;
   for await (const c of client.iterConversations()) if (c.id === ids[0]) named++;

@@ -76,6 +76,7 @@ mod stable;
 mod statements;
 mod store_impl;
 mod summaries;
+mod vector_cache;
 mod vectors;
 mod window;
 mod window_plan;

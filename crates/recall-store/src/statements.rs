@@ -94,10 +94,18 @@ pub(crate) const TAKE_VECTOR_LEASE: &str = "INSERT INTO vector_leases (conversat
 pub(crate) const RELEASE_VECTOR_LEASE: &str =
     "DELETE FROM vector_leases WHERE conversation_id = $1 AND model = $2 AND holder = $3";
 
-/// Conversation `$1` of tenant `$2`: its last seq and how far it is embedded under model `$3`.
-pub(crate) const VECTOR_PROGRESS: &str = "SELECT c.last_seq, coalesce(p.embedded_seq, 0) \
-     FROM conversations c LEFT JOIN vector_progress p ON p.conversation_id = c.id \
-     AND p.model = $3 WHERE c.id = $1 AND c.tenant = $2";
+/// Conversation `$1` of tenant `$2`: its last seq, how far it is embedded under model `$3`,
+/// and the epoch of its vectors (migration 0016).
+pub(crate) const VECTOR_PROGRESS: &str = "SELECT c.last_seq, coalesce(p.embedded_seq, 0), \
+     coalesce(p.epoch, 0) FROM conversations c LEFT JOIN vector_progress p \
+     ON p.conversation_id = c.id AND p.model = $3 WHERE c.id = $1 AND c.tenant = $2";
+
+/// The vectors of conversation `$1` (its tenant checked by [`VECTOR_PROGRESS`]) under model
+/// `$2` with `$3` dimensions, of seqs above `$4` and at most `$5`, in seq order: what a
+/// store's copy of them lacks (`vector_cache.rs`).
+pub(crate) const CACHE_VECTORS: &str = "SELECT seq, vector FROM message_vectors \
+     WHERE conversation_id = $1 AND model = $2 AND dim = $3 AND seq > $4 AND seq <= $5 \
+     ORDER BY seq";
 
 /// How many of tenant `$2`'s conversations other than `$1` are not embedded to their end under
 /// model `$3`.
@@ -105,15 +113,9 @@ pub(crate) const VECTORS_BEHIND: &str = "SELECT count(*) FROM conversations c \
      LEFT JOIN vector_progress p ON p.conversation_id = c.id AND p.model = $3 \
      WHERE c.tenant = $2 AND c.id <> $1 AND coalesce(p.embedded_seq, 0) < c.last_seq";
 
-/// The vectors recall may compare with in `conversation` scope: conversation `$1` of tenant
-/// `$2`, model `$3`, below seq `$4`, `$5` dimensions: conversation (NULL), seq, bytes.
-pub(crate) const RECALL_VECTORS: &str = "SELECT CAST(NULL AS TEXT), v.seq, v.vector \
-     FROM message_vectors v JOIN conversations c ON c.id = v.conversation_id \
-     WHERE v.conversation_id = $1 AND c.tenant = $2 AND v.model = $3 AND v.seq < $4 \
-     AND v.dim = $5";
-
-/// [`RECALL_VECTORS`] in `tenant` scope: also every vector of the tenant's other
-/// conversations (with their id).
+/// The vectors recall by meaning ranks in `tenant` scope: conversation `$1`'s below seq `$4`
+/// and every one of the tenant's (`$2`) other conversations (with their id), under model `$3`
+/// with `$5` dimensions.
 pub(crate) const RECALL_VECTORS_TENANT: &str = "SELECT CASE WHEN v.conversation_id = $1 \
      THEN NULL ELSE v.conversation_id END, v.seq, v.vector \
      FROM message_vectors v JOIN conversations c ON c.id = v.conversation_id \

@@ -28,6 +28,8 @@ static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgr
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Conversations' vectors in memory, checked against the database at each use.
+    vectors: std::sync::Arc<crate::vector_cache::VectorCache>,
 }
 
 impl PgStore {
@@ -46,7 +48,10 @@ impl PgStore {
             .await
             .map_err(|e| crate::error::pg_connect_error(e, &user, &database))?;
         MIGRATIONS.run(&pool).await?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            vectors: std::sync::Arc::default(),
+        })
     }
 
     /// The connection pool (for tests and tools).

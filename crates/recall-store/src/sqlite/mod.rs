@@ -48,6 +48,8 @@ pub struct SqliteStore {
     pool: SqlitePool,
     conns: Arc<Connections>,
     writer: Arc<Writer>,
+    /// Conversations' vectors in memory, checked against the file at each use.
+    pub(super) vectors: Arc<crate::vector_cache::VectorCache>,
 }
 
 /// SQLITE_BUSY or SQLITE_LOCKED, with any extended code.
@@ -122,6 +124,7 @@ impl SqliteStore {
             pool,
             conns,
             writer,
+            vectors: Arc::default(),
         })
     }
 
