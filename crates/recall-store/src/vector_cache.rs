@@ -3,13 +3,15 @@
 //! of them out of SQLite took 14 ms a context where the dot products take about one.
 //!
 //! What is held is always checked against the database first, in the statement that reads
-//! the conversation's progress: `vector_progress.embedded_seq` (every vector of a seq at or
-//! below it is stored, none above it) and `epoch` (migration 0016: moved by a trigger
-//! whenever a stored vector is removed or rewritten, or embedding moves back). The same epoch
-//! and a higher `embedded_seq` mean only vectors were added, and only those are read (as a
-//! new chunk); another epoch means the copy is read again whole. So a copy is never used
-//! that differs from what is stored when the context began, whichever process wrote it (a
-//! second server on one PostgreSQL, another `recall` on one SQLite file).
+//! the conversation's progress: `vector_progress.embedded_seq` (every message at or below it
+//! is embedded) and `epoch` (migration 0016: moved by a trigger whenever a stored vector is
+//! removed or rewritten, or embedding moves back). A catch-up saves vectors and moves the
+//! progress in one transaction, so with the same epoch and a higher `embedded_seq` only
+//! vectors of seqs above the copy's progress were added, and only those are read (as a new
+//! chunk). Another epoch means the copy is read again whole, as is a copy that holds vectors
+//! above its progress (left by a message edited after them, until their catch-up). So a copy
+//! is never used that differs from what is stored when the context began, whichever process
+//! wrote it (a second server on one PostgreSQL, another `recall` on one SQLite file).
 //!
 //! The copies are bounded by [`VECTOR_CACHE_BYTES`] in all: the least recently used are
 //! dropped first, and a conversation larger than the bound is read whole each time, as
@@ -59,6 +61,8 @@ impl Chunk {
 #[derive(Debug)]
 pub(crate) struct VectorSet {
     embedded: i64,
+    /// The highest seq held (0 when none).
+    top: i64,
     epoch: i64,
     dim: usize,
     chunks: Vec<Arc<Chunk>>,
@@ -70,11 +74,9 @@ impl VectorSet {
     pub(crate) fn rank(&self, top: &mut CosineTop, before: i64) {
         for chunk in &self.chunks {
             for (i, &seq) in chunk.seqs.iter().enumerate() {
-                if seq >= before {
-                    // Seqs are in order within a chunk, and chunks follow each other.
-                    return;
+                if seq < before {
+                    top.push(None, seq, &chunk.data[i * self.dim..(i + 1) * self.dim]);
                 }
-                top.push(None, seq, &chunk.data[i * self.dim..(i + 1) * self.dim]);
             }
         }
     }
@@ -86,9 +88,10 @@ pub(crate) struct Plan {
     base: Option<Arc<VectorSet>>,
     /// Read vectors of seqs above this one.
     pub(crate) after: i64,
-    /// … and at most this one (the progress read, so a vector saved meanwhile is not read
-    /// into a copy that says it is not there).
+    /// … and at most this one: the progress read, when extending a copy (a vector saved
+    /// meanwhile is above it, and read by the next context); every seq for a whole read.
     pub(crate) upto: i64,
+    embedded: i64,
     epoch: i64,
     dim: usize,
 }
@@ -133,22 +136,32 @@ impl VectorCache {
     }
 
     /// What to read for conversation `id` under `model`, stored at (`embedded`, `epoch`).
-    pub(crate) fn plan(&self, id: &str, model: &str, dim: usize, embedded: i64, epoch: i64) -> Plan {
+    pub(crate) fn plan(
+        &self,
+        id: &str,
+        model: &str,
+        dim: usize,
+        embedded: i64,
+        epoch: i64,
+    ) -> Plan {
         let mut st = self.state();
         st.clock += 1;
         let now = st.clock;
         let base = st
             .sets
             .get_mut(&(id.to_string(), model.to_string()))
-            .filter(|(s, _)| s.epoch == epoch && s.dim == dim && s.embedded <= embedded)
+            .filter(|(s, _)| {
+                s.epoch == epoch && s.dim == dim && s.embedded <= embedded && s.top <= s.embedded
+            })
             .map(|(s, used)| {
                 *used = now;
                 Arc::clone(s)
             });
         Plan {
             after: base.as_ref().map_or(0, |s| s.embedded),
-            upto: embedded,
+            upto: if base.is_some() { embedded } else { i64::MAX },
             base,
+            embedded,
             epoch,
             dim,
         }
@@ -161,7 +174,10 @@ impl VectorCache {
                 return base;
             }
         }
-        let mut chunks = plan.base.as_ref().map_or_else(Vec::new, |b| b.chunks.clone());
+        let mut chunks = plan
+            .base
+            .as_ref()
+            .map_or_else(Vec::new, |b| b.chunks.clone());
         if !new.seqs.is_empty() {
             chunks.push(Arc::new(new));
         }
@@ -169,8 +185,15 @@ impl VectorCache {
             chunks = vec![Arc::new(merge(&chunks))];
         }
         let bytes = chunks.iter().map(|c| c.bytes()).sum();
+        let top = chunks
+            .iter()
+            .filter_map(|c| c.seqs.iter().max())
+            .max()
+            .copied()
+            .unwrap_or(0);
         let set = Arc::new(VectorSet {
-            embedded: plan.upto,
+            embedded: plan.embedded,
+            top,
             epoch: plan.epoch,
             dim: plan.dim,
             chunks,
@@ -236,7 +259,9 @@ mod tests {
     fn chunk(seqs: &[i64], dim: usize) -> Chunk {
         let mut c = Chunk::default();
         for &s in seqs {
-            let v: Vec<f32> = (0..dim).map(|i| if i == (s as usize) % dim { 1.0 } else { 0.0 }).collect();
+            let v: Vec<f32> = (0..dim)
+                .map(|i| if i == (s as usize) % dim { 1.0 } else { 0.0 })
+                .collect();
             c.push_bytes(s, &vector_to_bytes(&v), dim);
         }
         c
@@ -252,7 +277,7 @@ mod tests {
     fn a_copy_is_extended_by_what_was_added_and_read_again_after_a_change() {
         let cache = VectorCache::new(1 << 20);
         let p = cache.plan("c", "m", 4, 3, 0);
-        assert_eq!((p.after, p.upto, p.is_current()), (0, 3, false));
+        assert_eq!((p.after, p.upto, p.is_current()), (0, i64::MAX, false));
         let set = cache.finish("c", "m", p, chunk(&[1, 2, 3], 4));
         assert_eq!(ranked(&set, vec![0.0, 1.0, 0.0, 0.0], 99)[0], 1);
 
@@ -303,8 +328,21 @@ mod tests {
         let p = cache.plan("big", "m", 4, 12, 0);
         let set = cache.finish("big", "m", p, chunk(&(1..=12).collect::<Vec<_>>(), 4));
         assert_eq!(set.chunks.len(), 1);
+        assert_eq!(set.top, 12);
         assert_eq!(cache.plan("big", "m", 4, 12, 0).after, 0);
         assert!(cache.held() <= one * 2);
+    }
+
+    #[test]
+    fn a_copy_with_vectors_above_its_progress_is_read_whole() {
+        // Message 3 was edited: its vector went, progress moved back to 2, 4's stays.
+        let cache = VectorCache::new(1 << 20);
+        let p = cache.plan("c", "m", 4, 2, 1);
+        cache.finish("c", "m", p, chunk(&[1, 2, 4], 4));
+        // Embedded again up to 3: the copy is not extended (4 would come before 3), but read
+        // whole.
+        let p = cache.plan("c", "m", 4, 3, 1);
+        assert_eq!((p.after, p.upto), (0, i64::MAX));
     }
 
     #[test]

@@ -76,12 +76,20 @@ async fn a_copy_follows_every_change_made_elsewhere(a: &dyn Store, b: &dyn Store
 
     // b embeds more: a reads only them into its copy, and ranks them.
     embed(b, &id, 7..=10).await;
-    assert_eq!(ranked(a, &id, &all, 100).await, (1..=10).collect::<Vec<_>>());
+    assert_eq!(
+        ranked(a, &id, &all, 100).await,
+        (1..=10).collect::<Vec<_>>()
+    );
 
     // b edits message 3: its vector is removed (and embedding moves back). a must not rank it.
-    b.update_message(T, &id, 3, NewMessage::complete(Message::text(Role::User, "edited")))
-        .await
-        .unwrap();
+    b.update_message(
+        T,
+        &id,
+        3,
+        NewMessage::complete(Message::text(Role::User, "edited")),
+    )
+    .await
+    .unwrap();
     let expect: Vec<i64> = (1..=10).filter(|s| *s != 3).collect();
     assert_eq!(ranked(a, &id, &all, 100).await, expect);
     // Embedded again (by b) with another vector: a ranks the new one.

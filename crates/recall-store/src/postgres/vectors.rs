@@ -40,9 +40,7 @@ impl VectorOps for PgStore {
         match query.scope {
             RecallScope::Conversation => {
                 // From the store's copy, with what was added since read into it.
-                let plan = self
-                    .vectors
-                    .plan(id, model, vector.len(), embedded, epoch);
+                let plan = self.vectors.plan(id, model, vector.len(), embedded, epoch);
                 let mut new = Chunk::default();
                 if !plan.is_current() {
                     let mut rows = sqlx::query(CACHE_VECTORS)

@@ -66,8 +66,8 @@ impl VectorOps for SqliteStore {
                         stmt.query_row(named(&[&id, &tenant, &model]).as_slice(), |r| r.get(0))?;
                     complete &= behind == 0;
                     let mut stmt = c.prepare_cached(RECALL_VECTORS_TENANT)?;
-                    let mut rows = stmt
-                        .query(named(&[&id, &tenant, &model, &query.before, &dim]).as_slice())?;
+                    let mut rows =
+                        stmt.query(named(&[&id, &tenant, &model, &query.before, &dim]).as_slice())?;
                     while let Some(row) = rows.next()? {
                         let conv: Option<String> = row.get(0)?;
                         let seq: i64 = row.get(1)?;
