@@ -16,7 +16,7 @@ const T: &str = "default";
 const M: &str = "test-model";
 
 fn unit(i: usize) -> Vec<f32> {
-    let mut v = vec![0.0f32; 4];
+    let mut v = [0.0f32; 4];
     v[i % 4] = 1.0;
     v[(i + 1) % 4] = 0.1 * (i / 4 + 1) as f32;
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
