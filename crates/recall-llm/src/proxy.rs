@@ -48,6 +48,26 @@ fn forwarded_response_header(name: &str) -> bool {
         || name.starts_with("retry-after-")
 }
 
+/// The response headers passed back to the client ([`forwarded_response_header`]), each
+/// value with every credential masked as error messages are (a provider or a proxy before it
+/// may echo the operator's key in a request id or a rate-limit header); a value that is not
+/// text is dropped, as it cannot be checked.
+fn forwarded_headers(headers: &HeaderMap, secret: Option<&str>) -> Vec<(HeaderName, HeaderValue)> {
+    headers
+        .iter()
+        .filter(|(n, _)| forwarded_response_header(n.as_str()))
+        .filter_map(|(n, v)| {
+            let text = v.to_str().ok()?;
+            let masked = redact(text, secret);
+            if masked == text {
+                Some((n.clone(), v.clone()))
+            } else {
+                HeaderValue::from_str(&masked).ok().map(|m| (n.clone(), m))
+            }
+        })
+        .collect()
+}
+
 /// The provider's answer: its status, the headers a client reads, and the body as it
 /// arrives.
 pub struct UpstreamResponse {
@@ -117,12 +137,7 @@ impl Upstream {
             })?
             .map_err(|e| http::transport_error(&e, secret.as_deref(), false))?;
         let status = resp.status().as_u16();
-        let headers = resp
-            .headers()
-            .iter()
-            .filter(|(n, _)| forwarded_response_header(n.as_str()))
-            .map(|(n, v)| (n.clone(), v.clone()))
-            .collect();
+        let headers = forwarded_headers(resp.headers(), secret.as_deref());
         let idle = self.timeouts.idle;
         let body = futures::stream::unfold(
             (resp.bytes_stream(), secret),
@@ -175,11 +190,14 @@ impl Upstream {
                 }
             }
         };
-        // A type or code is a short identifier; anything else is not passed on.
+        // A type or code is a short identifier that holds no credential (`sk_live_…` is one
+        // by its characters); anything else is not passed on.
         let ident = |key: &str| {
             text(key)
                 .filter(|t| {
-                    t.len() <= 64 && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    t.len() <= 64
+                        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && mask(t) == *t
                 })
                 .map(str::to_string)
         };
@@ -453,6 +471,7 @@ fn openai_events(c: &Value) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::Assembler;
+    use std::collections::HashMap;
 
     fn assemble(events: Vec<BackendEvent>) -> crate::AssembledReply {
         let mut a = Assembler::new();
@@ -544,6 +563,60 @@ mod tests {
         let out: Value = serde_json::from_slice(&openai.error_body(503, b"")).unwrap();
         assert_eq!(out["error"]["type"], "server_error");
         assert_eq!(out["error"]["message"], "the provider answered 503");
+        // Issue 49: the key, or anything shaped like one, in `code` (an identifier by its
+        // characters) is not passed on.
+        for code in ["sk_proj_operator_0123456789", "sk_live_abcdefghijklmnop"] {
+            let body = format!(
+                r#"{{"error":{{"message":"no","type":"invalid_request_error","param":null,"code":"{code}"}}}}"#
+            );
+            let keyed = Upstream::new(
+                Provider::OpenAi,
+                &HttpConfig {
+                    base_url: "http://127.0.0.1:9/v1".into(),
+                    ..HttpConfig::openai()
+                }
+                .with_key("sk_proj_operator_0123456789"),
+            )
+            .unwrap();
+            let out: Value =
+                serde_json::from_slice(&keyed.error_body(401, body.as_bytes())).unwrap();
+            assert_eq!(out["error"]["code"], Value::Null, "{out}");
+            assert!(!out.to_string().contains(code), "{out}");
+        }
+    }
+
+    #[test]
+    fn passed_through_headers_lose_every_key() {
+        let key = "sk-proj-operator-0123456789";
+        let mut h = HeaderMap::new();
+        h.insert("request-id", HeaderValue::from_static("req_123"));
+        h.insert(
+            "openai-organization",
+            HeaderValue::from_str(&format!("org for {key}")).unwrap(),
+        );
+        h.insert(
+            "x-ratelimit-remaining-requests",
+            HeaderValue::from_static("sk-ant-other-999999999"),
+        );
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        h.insert(
+            "openai-processing-ms",
+            HeaderValue::from_bytes(b"\xff\xfe").unwrap(),
+        );
+        h.insert("set-cookie", HeaderValue::from_static("session=abc"));
+        let out: HashMap<String, String> = forwarded_headers(&h, Some(key))
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_string()))
+            .collect();
+        assert_eq!(out["request-id"], "req_123");
+        assert_eq!(out["retry-after"], "3");
+        assert_eq!(out["openai-organization"], "org for [redacted]");
+        assert_eq!(out["x-ratelimit-remaining-requests"], "[redacted]");
+        assert!(
+            !out.contains_key("openai-processing-ms"),
+            "not text: dropped"
+        );
+        assert!(!out.contains_key("set-cookie"), "not a forwarded header");
     }
 
     #[test]
