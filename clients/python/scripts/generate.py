@@ -71,9 +71,10 @@ _SYNC_REWRITES = [
     (r"\bawait asyncio\.sleep\(", "time.sleep("),
     (r"\bawait ", ""),
     (r"\baiter_text\(", "iter_text("),
+    (r"\baiter_raw\(", "iter_raw("),
     (r"\baread\(", "read("),
     (r"\baclose\(", "close("),
-    (r"^import asyncio$", "import time"),
+    (r"^import asyncio\n", ""),
 ]
 
 SYNC_DOC = (

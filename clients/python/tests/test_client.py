@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -259,6 +260,52 @@ def test_429_is_retried_as_retry_after_says_then_raised():
             with pytest.raises(rc.RateLimitedError) as e:
                 c.healthz()
         assert e.value.message == "slow down" and len(_Throttle.hits) == 2
+    finally:
+        httpd.shutdown()
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """Headers at once, then the body one byte every 0.2 s, for ever."""
+
+    def do_GET(self):  # noqa: N802 (the handler's name)
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        try:
+            self.wfile.write(b"{")
+            for _ in range(300):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            pass
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_body_trickling_in_does_not_outlast_the_timeout():
+    """Issue 49: a 2 s timeout waited 40 s for a body sent a byte a second (httpx's timeouts
+    are per read). Now the whole answer must come within it, in both clients."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        started = time.monotonic()
+        with rc.Recall(url, "k", timeout=1, max_retries=0) as c:
+            with pytest.raises(rc.ConnectionError, match="within 1 s"):
+                c.get_conversation("c1")
+        assert time.monotonic() - started < 5
+
+        async def run():
+            async with rc.AsyncRecall(url, "k", timeout=1, max_retries=0) as a:
+                with pytest.raises(rc.ConnectionError, match="within 1 s"):
+                    await a.get_conversation("c1")
+
+        started = time.monotonic()
+        asyncio.run(run())
+        assert time.monotonic() - started < 5
     finally:
         httpd.shutdown()
 

@@ -59,8 +59,8 @@
  * @property {string} [apiKey] a key from `recall keys create` (default: `RECALL_API_KEY`)
  * @property {number} [maxRetries] how often a 429 or 503 (or, for a GET, a failed connection)
  *   is sent again, waiting as `Retry-After` says, else with exponential backoff (default 2)
- * @property {number} [timeoutMs] for each request; for a chat stream, until its first byte
- *   (default 60000)
+ * @property {number} [timeoutMs] for each request, its whole answer read; for a chat stream, until
+ *   its first byte (default 60000)
  * @property {typeof fetch} [fetch] the `fetch` to use (default: the global one)
  */
 
@@ -244,13 +244,17 @@ export class Recall {
   }
 
   /**
-   * Sends a request, retrying 429 and 503 (and, for a GET, a failed connection).
+   * Sends a request, retrying 429 and 503 (and, for a GET, a failed connection). With `read`,
+   * the timeout covers the whole answer, its body read by `read` included (a body trickling
+   * in byte by byte must not outlast it); without, a stream's, it ends with the headers.
+   * @template [T=Response]
    * @param {string} method
    * @param {string} path
    * @param {unknown} [body]
-   * @returns {Promise<Response>}
+   * @param {(res: Response) => Promise<T>} [read]
+   * @returns {Promise<T>}
    */
-  async #send(method, path, body) {
+  async #send(method, path, body, read) {
     /** @type {Record<string, string>} */
     const headers = { ...this.#headers };
     const init = /** @type {RequestInit} */ ({ method, headers });
@@ -273,15 +277,28 @@ export class Recall {
         }
         throw new ConnectionError(`${method} ${path}: ${e instanceof Error ? e.message : e}`, { cause: e });
       }
-      clearTimeout(timer);
       if ((res.status === 429 || res.status === 503) && attempt < this.#maxRetries) {
+        clearTimeout(timer);
         const told = parseRetryAfter(res.headers.get("retry-after"));
         await res.body?.cancel();
         await sleep(told !== undefined ? Math.min(told, 30) * 1000 : backoff(attempt));
         continue;
       }
-      if (res.status >= 400) throw errorFor(res.status, await res.text());
-      return res;
+      if (res.status < 400 && !read) {
+        clearTimeout(timer);
+        return /** @type {any} */ (res);
+      }
+      try {
+        if (res.status >= 400) throw errorFor(res.status, await res.text());
+        return await /** @type {(res: Response) => Promise<T>} */ (read)(res);
+      } catch (e) {
+        if (ctrl.signal.aborted && !(e instanceof APIError)) {
+          throw new ConnectionError(`${method} ${path}: no whole answer within ${this.#timeoutMs} ms`, { cause: e });
+        }
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
     }
   }
 
@@ -292,8 +309,7 @@ export class Recall {
    * @returns {Promise<any>}
    */
   async #json(method, path, body) {
-    const res = await this.#send(method, path, body);
-    const text = await res.text();
+    const text = await this.#send(method, path, body, (res) => res.text());
     return text ? JSON.parse(text) : undefined;
   }
 
@@ -598,17 +614,17 @@ export class Recall {
 
   /** `GET /healthz`. @returns {Promise<string>} */
   async healthz() {
-    return (await this.#send("GET", "/healthz")).text();
+    return this.#send("GET", "/healthz", undefined, (res) => res.text());
   }
 
   /** `GET /readyz`: the database answers. @returns {Promise<string>} */
   async readyz() {
-    return (await this.#send("GET", "/readyz")).text();
+    return this.#send("GET", "/readyz", undefined, (res) => res.text());
   }
 
   /** `GET /metrics`: Prometheus text. @returns {Promise<string>} */
   async metrics() {
-    return (await this.#send("GET", "/metrics")).text();
+    return this.#send("GET", "/metrics", undefined, (res) => res.text());
   }
 }
 

@@ -155,6 +155,32 @@ test("the key and the URL come from the environment; the key is never shown", as
   }
 });
 
+test("a body trickling in byte by byte does not outlast the timeout (issue 49)", async () => {
+  const timers = [];
+  const server = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write("{");
+    const t = setInterval(() => res.write(" "), 200);
+    timers.push(t);
+    res.on("close", () => clearInterval(t));
+  });
+  await new Promise((res) => server.listen(0, "127.0.0.1", res));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  try {
+    const started = Date.now();
+    await assert.rejects(
+      new rc.Recall({ baseUrl: url, apiKey: "rk_x", timeoutMs: 1000, maxRetries: 0 }).getConversation("c1"),
+      (e) => e instanceof rc.ConnectionError && /within 1000 ms/.test(e.message),
+    );
+    const took = Date.now() - started;
+    assert.ok(took < 5000, `gave up after ${took} ms`);
+  } finally {
+    for (const t of timers) clearInterval(t);
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
 test("429 is retried as Retry-After says, then thrown", async () => {
   let hits = 0;
   const server = createServer((req, res) => {

@@ -5,9 +5,9 @@ edit; change the async client and regenerate."""
 
 from __future__ import annotations
 
-import time
 import json
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -70,7 +70,8 @@ class Recall:
             that address).
         api_key: a key from ``recall keys create`` (default: ``$RECALL_API_KEY``; none for a
             ``--no-auth`` server).
-        timeout: seconds for each request (a streamed chat: between two events).
+        timeout: seconds for each request, its whole answer read (a streamed chat: between two
+            events).
         max_retries: how many times a request answered 429 or 503 (or, for a request that
             changes nothing, one that could not connect) is sent again, waiting as the
             server's ``Retry-After`` says, else with exponential backoff.
@@ -126,11 +127,16 @@ class Recall:
         )
 
     def _send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None, stream: bool = False) -> httpx.Response:
+        """Sends a request, retrying 429 and 503 (and, for a GET, a failed connection). Without
+        ``stream`` the whole answer is read within ``timeout`` (httpx's timeouts are per read:
+        a body trickling in byte by byte would never end); a stream's timeout is httpx's,
+        between two reads."""
         attempt = 0
         while True:
             request = self._request(method, path, params, body)
+            deadline = time.monotonic() + self._timeout
             try:
-                response = self._http.send(request, stream=stream)
+                response = self._http.send(request, stream=True)
             except httpx.TransportError as e:
                 # A request that changes nothing may be sent again; a POST that may have been
                 # received is not (an append with client ids is safe to repeat by the caller).
@@ -145,11 +151,26 @@ class Recall:
                 time.sleep(wait)
                 attempt += 1
                 continue
+            if response.status_code >= 400 or not stream:
+                response = self._read_within(response, deadline, method, path)
             if response.status_code >= 400:
-                response.read()
-                response.close()
                 raise _error(response)
             return response
+
+    def _read_within(self, response: httpx.Response, deadline: float, method: str, path: str) -> httpx.Response:
+        """``response`` read whole, or :class:`ConnectionError` once ``deadline`` has passed."""
+        raw = bytearray()
+        try:
+            for chunk in response.iter_raw():
+                raw += chunk
+                if time.monotonic() > deadline:
+                    raise ConnectionError(f"{method} {path}: no whole answer within {self._timeout} s")
+        except httpx.TransportError as e:
+            raise ConnectionError(f"{method} {path}: {e}") from e
+        finally:
+            response.close()
+        # A response built of bytes is read (and decoded, as its headers say) at once.
+        return httpx.Response(response.status_code, headers=response.headers, content=bytes(raw), request=response.request)
 
     def _json(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None) -> Any:
         response = self._send(method, path, params=params, body=body)
