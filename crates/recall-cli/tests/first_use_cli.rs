@@ -15,6 +15,20 @@ fn recall() -> Command {
     c
 }
 
+/// A new conversation in `db` (`--db` before the command); its id.
+fn new_conversation(db: &std::path::Path) -> String {
+    let out = recall()
+        .arg("--db")
+        .arg(db)
+        .args(["conversations", "new"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap().trim().to_string()
+}
+
 /// A `--db` in a folder that does not exist is refused, and neither the folder nor a database
 /// is created; the same file in a folder that exists is created.
 #[test]
@@ -73,16 +87,7 @@ fn the_default_database_creates_its_folder() {
 fn db_goes_before_or_after_the_command() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("r.db");
-    let out = recall()
-        .arg("--db")
-        .arg(&db)
-        .args(["conversations", "new", "--title", "before"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let id = String::from_utf8(out).unwrap().trim().to_string();
+    let id = new_conversation(&db);
     recall()
         .args(["conversations", "list", "--db"])
         .arg(&db)
@@ -112,16 +117,7 @@ fn db_goes_before_or_after_the_command() {
 fn a_fork_past_the_end_exits_2() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("f.db");
-    let out = recall()
-        .arg("--db")
-        .arg(&db)
-        .args(["conversations", "new"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let id = String::from_utf8(out).unwrap().trim().to_string();
+    let id = new_conversation(&db);
     recall()
         .arg("--db")
         .arg(&db)
