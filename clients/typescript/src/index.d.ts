@@ -69,8 +69,8 @@ export function parseRetryAfter(value: string | null, now?: number): number | un
  * @property {string} [apiKey] a key from `recall keys create` (default: `RECALL_API_KEY`)
  * @property {number} [maxRetries] how often a 429 or 503 (or, for a GET, a failed connection)
  *   is sent again, waiting as `Retry-After` says, else with exponential backoff (default 2)
- * @property {number} [timeoutMs] for each request; for a chat stream, until its first byte
- *   (default 60000)
+ * @property {number} [timeoutMs] for each request, its whole answer read; for a chat stream, until
+ *   its first byte (default 60000)
  * @property {typeof fetch} [fetch] the `fetch` to use (default: the global one)
  */
 /** Base of every error this package throws. */
@@ -480,8 +480,8 @@ export type RecallOptions = {
      */
     maxRetries?: number | undefined;
     /**
-     * for each request; for a chat stream, until its first byte
-     * (default 60000)
+     * for each request, its whole answer read; for a chat stream, until
+     * its first byte (default 60000)
      */
     timeoutMs?: number | undefined;
     /**
