@@ -15,9 +15,11 @@
  * `tool_result` for its result, `thinking` for reasoning), so that recall's context, search
  * and recall read it. `getItems` gives the items back as they were added; with `context`
  * (the policy fields of `POST …/context`) it returns recall's selection instead: the summary
- * (a system message, first), the window's items, and the recalled earlier messages (a system
+ * (a user message, first), the window's items, and the recalled earlier messages (a user
  * message just before the newest user message), looked up for `session.query` when set, else
- * for the newest stored user message. `popItem` redacts the newest message; `clearSession`
+ * for the newest stored user message. Both are text derived from stored messages, so never
+ * system items; they come from the context answer's `sections`, never from reading the
+ * prompt, so a user message that holds their tags stays the user message it is. `popItem` redacts the newest message; `clearSession`
  * clears the conversation. `popItem` and `getItems(limit)` read back from the end of the
  * conversation, not the whole of it.
  *
@@ -28,7 +30,6 @@ import { Recall } from "./index.js";
 
 /** Where a stored message keeps its item. */
 export const ITEM_KEY = "agents_item";
-const SECTIONS = ["<conversation_summary>", "<recalled_messages>"];
 
 /** @typedef {Record<string, any>} Item an `AgentInputItem` */
 
@@ -220,10 +221,11 @@ export class RecallSession {
     const body = { ...this.context, format: "openai" };
     if (this.query) body.query = this.query;
     const ctx = await this.client.context(id, body);
-    const [summary, recalled] = sections(ctx.prompt);
+    const summary = ctx.sections?.summary?.text ?? "";
+    const recalled = ctx.sections?.recalled?.text ?? "";
     /** @type {Item[]} */
     const items = [];
-    if (summary) items.push({ type: "message", role: "system", content: summary });
+    if (summary) items.push({ type: "message", role: "user", content: summary });
     if (ctx.window) {
       for await (const m of this.client.iterMessages(id, { after: ctx.window.first_seq - 1 })) {
         if (m.seq > ctx.window.last_seq) break;
@@ -231,11 +233,12 @@ export class RecallSession {
       }
     }
     if (recalled) {
+      const first = summary ? 1 : 0;
       let at = items.length;
       items.forEach((it, i) => {
-        if (it.role === "user" && (it.type ?? "message") === "message") at = i;
+        if (i >= first && it.role === "user" && (it.type ?? "message") === "message") at = i;
       });
-      items.splice(at, 0, { type: "message", role: "system", content: recalled });
+      items.splice(at, 0, { type: "message", role: "user", content: recalled });
     }
     return items;
   }
@@ -273,27 +276,4 @@ function outputText(output) {
   if (typeof output === "string") return output;
   if (output?.type === "text") return String(output.text ?? "");
   return JSON.stringify(output);
-}
-
-/**
- * The summary and recalled sections of an `openai`-format prompt, as recall rendered them.
- * @param {any} prompt
- * @returns {[string, string]}
- */
-function sections(prompt) {
-  /** @type {Record<string, string>} */
-  const found = {};
-  for (const msg of prompt?.messages ?? []) {
-    const texts = typeof msg.content === "string" ? [msg.content] : (msg.content ?? []).map((/** @type {any} */ b) => b?.text ?? "");
-    for (const t of texts) {
-      for (const s of SECTIONS) {
-        const start = t.indexOf(s);
-        if (start < 0) continue;
-        const close = "</" + s.slice(1);
-        const end = t.indexOf(close, start);
-        found[s] = end >= 0 ? t.slice(start, end + close.length) : t.slice(start);
-      }
-    }
-  }
-  return [found[SECTIONS[0]] ?? "", found[SECTIONS[1]] ?? ""];
 }

@@ -22,15 +22,15 @@
 //! );
 //! ```
 
+use std::borrow::Cow;
+
 use crate::message::{Block, Content, Message, Role};
 use crate::parse::Conversation;
 use crate::policy::{
     ConversationPolicy, Format, InvalidPolicy, Policy, PolicyOverrides, RecallScope, TrimMode,
 };
-use crate::recall::{
-    choose, with_leading_text, LexicalIndex, RecallCandidate, RecallQuery, RecallSection,
-};
-use crate::render::{join_summary, render, Prompt, RenderInput};
+use crate::recall::{choose, LexicalIndex, RecallCandidate, RecallQuery, RecallSection};
+use crate::render::{render, with_sections, Prompt, RenderInput};
 use crate::select::{alternation_warnings, select, HistoryMessage, Kept, Stats};
 use crate::stable::{stable_window_start, WindowItem};
 use crate::summary::{render_summary, Summary, SummarySection};
@@ -159,25 +159,62 @@ impl ContextOutput {
     /// The selected messages as one list: `kept`, then the `xml` current message as a user
     /// text message. This is what a chat backend is sent.
     ///
-    /// The recalled section, if any, is a leading text block of the newest user message (the
-    /// `xml` current message, else the last cut point of `kept`), as in `anthropic`/`openai`.
+    /// The sections are placed as in `anthropic`/`openai` ([`with_sections`]): the recalled
+    /// section, if any, leads the newest user message (the `xml` current message, else the
+    /// last cut point of `kept`), and the summary leads the first user message (or is one).
     pub fn messages(&self) -> Vec<Message> {
-        let mut out: Vec<Message> = self.kept.iter().map(|k| k.message.clone()).collect();
+        let mut out: Vec<Cow<'_, Message>> = self
+            .kept
+            .iter()
+            .map(|k| Cow::Borrowed(&k.message))
+            .collect();
         if let Some(c) = &self.current {
-            out.push(Message::text(Role::User, c.clone()));
+            out.push(Cow::Owned(Message::text(Role::User, c.clone())));
         }
-        let section = self.recalled.as_ref().map(|r| r.text.as_str());
-        if let Some(section) = section.filter(|s| !s.is_empty()) {
-            let at = if self.current.is_some() {
-                out.len().checked_sub(1)
-            } else {
-                self.kept.iter().rposition(|k| k.message.is_cut_point())
-            };
-            if let Some(m) = at.and_then(|i| out.get_mut(i)) {
-                *m = with_leading_text(m, section);
-            }
+        let at = if self.current.is_some() {
+            out.len().checked_sub(1)
+        } else {
+            self.kept.iter().rposition(|k| k.message.is_cut_point())
+        };
+        let recalled = self
+            .recalled
+            .as_ref()
+            .and_then(|r| Some((at?, r.text.as_str())));
+        let summary = self.summary.as_ref().map(|s| s.text.as_str());
+        with_sections(out, summary, recalled)
+            .into_iter()
+            .map(Cow::into_owned)
+            .collect()
+    }
+
+    /// The sections recall wrote into this context, as data beside the prompt: what a client
+    /// shows or maps without parsing the prompt.
+    pub fn sections(&self) -> Sections {
+        Sections {
+            summary: self.summary.as_ref().map(|s| SummarySectionView {
+                from_seq: s.from_seq,
+                to_seq: s.to_seq,
+                text: s.text.clone(),
+            }),
+            recalled: self
+                .recalled
+                .as_ref()
+                .filter(|r| !r.text.is_empty())
+                .map(|r| RecalledSectionView {
+                    text: r.text.clone(),
+                    messages: r
+                        .messages
+                        .iter()
+                        .map(|m| RecalledRef {
+                            conversation_id: m.conversation_id.clone(),
+                            seq: m.seq,
+                            role: m.message.role,
+                            score: m.score,
+                            hit: m.hit,
+                        })
+                        .collect(),
+                }),
         }
-        out
     }
 
     /// The first and last index of the history messages the window holds (a stored
@@ -210,12 +247,62 @@ impl ContextOutput {
         Some((history.first()?.index, history.last()?.index))
     }
 
-    /// The system prompt a backend is sent: the summary section, if any, then the system
-    /// parts joined with `"\n"` (see [`join_summary`]); `None` when there is neither.
+    /// The system prompt a backend is sent: the system parts joined with `"\n"`; `None` when
+    /// there are none. Never the summary or recalled text ([`ContextOutput::messages`]).
     pub fn system(&self) -> Option<String> {
-        let parts = (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"));
-        join_summary(self.summary.as_ref().map(|s| s.text.as_str()), parts)
+        (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"))
     }
+}
+
+/// The sections recall wrote into a context (`sections` of a context answer), exactly as
+/// the prompt holds them; each `null` when the context has none.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct Sections {
+    /// The summary of the messages before the window.
+    pub summary: Option<SummarySectionView>,
+    /// The older messages recall brought back.
+    pub recalled: Option<RecalledSectionView>,
+}
+
+/// The summary section of a context.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct SummarySectionView {
+    /// The first and last seq of the messages it stands for.
+    pub from_seq: i64,
+    pub to_seq: i64,
+    /// The section as placed (`<conversation_summary>` … `</conversation_summary>`).
+    pub text: String,
+}
+
+/// The recalled section of a context.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct RecalledSectionView {
+    /// The section as placed (`<recalled_messages>` … `</recalled_messages>`).
+    pub text: String,
+    /// The messages it holds, oldest first.
+    pub messages: Vec<RecalledRef>,
+}
+
+/// One recalled message of a context's section.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+pub struct RecalledRef {
+    /// The conversation it is from, when recall reached past this one (`recall_scope`
+    /// `tenant`); `null` for this conversation.
+    pub conversation_id: Option<String>,
+    pub seq: i64,
+    pub role: Role,
+    /// The score of the hit that brought it, as the choice ranked it.
+    pub score: f64,
+    /// True for a hit, false for a neighbour or a tool pair's other half.
+    pub hit: bool,
 }
 
 /// Why a context could not be built.

@@ -301,8 +301,8 @@ pub(crate) enum ComparedBlock<'a> {
 ///
 /// `context` is the rendered prompt of the conversation's context in the provider's format
 /// (`{"system"?, "messages"}` for Anthropic, `{"messages"}` with a leading system message
-/// for OpenAI): recall's own system text there (a summary, stored system messages) follows
-/// the client's system prompt. For Anthropic, [`place_breakpoints`] marks the cache
+/// for OpenAI): the conversation's stored system messages there follow the client's system
+/// prompt (a summary is in `messages`, never there). For Anthropic, [`place_breakpoints`] marks the cache
 /// breakpoints.
 pub fn forward_body(provider: Provider, incoming: Incoming, context: Value) -> Value {
     // Taken apart, not copied: the history is most of a request's bytes.
@@ -656,7 +656,7 @@ mod tests {
             ], "stream": true, "temperature": 0}),
         )
         .unwrap();
-        let context = json!({"system": "<conversation_summary>x</conversation_summary>", "messages": [
+        let context = json!({"system": "Stored system message.", "messages": [
             {"role": "user", "content": "q1"},
             {"role": "assistant", "content": "a1"},
             {"role": "user", "content": "new"}
@@ -668,7 +668,7 @@ mod tests {
                 "model": "m", "max_tokens": 9, "stream": true, "temperature": 0,
                 "system": [
                     {"type": "text", "text": "S"},
-                    {"type": "text", "text": "<conversation_summary>x</conversation_summary>",
+                    {"type": "text", "text": "Stored system message.",
                      "cache_control": {"type": "ephemeral"}}
                 ],
                 "messages": [

@@ -316,7 +316,13 @@ async fn rolling_summaries_cover_each_message_once() {
     let recall_core::render::Prompt::Json(body) = &ctx.prompt else {
         panic!("anthropic renders JSON")
     };
-    let system = body["system"].as_str().unwrap().to_string();
+    // On the user side, leading the first message; never in the system prompt (issue 49).
+    assert!(body.get("system").is_none(), "{body}");
+    assert_eq!(body["messages"][0]["role"], "user");
+    let system = body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(system.starts_with("<conversation_summary>\nA summary of messages 1 to "));
     assert!(system.contains("FACT 1: the code word is w1."), "{system}");
     assert!(ctx.stats.tokens + st.tokens <= 1000);
@@ -498,7 +504,11 @@ async fn chat_turns_compact_in_the_background() {
         .map(Recorded::json)
         .rfind(|b| b["system"].as_str() != Some(SUMMARIZER_SYSTEM))
         .unwrap();
-    assert!(last_chat["system"]
+    assert!(!last_chat["system"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("<conversation_summary>"));
+    assert!(last_chat["messages"][0]["content"][0]["text"]
         .as_str()
         .unwrap()
         .starts_with("<conversation_summary>\n"));

@@ -191,8 +191,10 @@ impl RecallMcp {
             .engine
             .context(ConversationRef::new(&self.tenant, &a.conversation_id), &req)
             .await?;
+        let sections = out.sections();
         Ok(ContextView {
             conversation_id: a.conversation_id,
+            sections,
             format: out.format,
             prompt: match out.prompt {
                 Prompt::Text(t) => Value::String(t),

@@ -196,6 +196,8 @@ pub struct ContextView {
     /// `anthropic` and `openai`.
     pub prompt: Value,
     pub stats: recall_core::select::Stats,
+    /// The summary and recalled sections, as placed in `prompt`, as data.
+    pub sections: recall_core::context::Sections,
 }
 
 /// A message role for `append_message`.

@@ -198,6 +198,10 @@ async fn compact_conversation_summarises_for_its_tenant_only() {
         .as_str()
         .expect("transcript")
         .starts_with("<conversation_summary>\n"));
+    assert_eq!(
+        ctx["sections"]["summary"]["to_seq"],
+        done["summary"]["to_seq"]
+    );
     // Another tenant's conversation is not found, and nothing is called for it.
     let calls = server.requests().len();
     let err = call(&b, "compact_conversation", args).await.unwrap_err();

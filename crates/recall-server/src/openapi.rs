@@ -45,6 +45,9 @@ use crate::views::*;
     components(schemas(
         ConversationView, CreateConversation, ConversationPage, MessageView, MessagePage,
         AppendedView, AppendResponse, Cleared, ContextBody, ContextResponse, WindowView, ErrorBody,
+        recall_core::context::Sections, recall_core::context::SummarySectionView,
+        recall_core::context::RecalledSectionView, recall_core::context::RecalledRef,
+        recall_core::message::Role,
         ErrorDetail, crate::chat::ChatBody, AppendBody, ForkPointView, crate::chat::RetryBody,
         crate::chat::EditBody, crate::chat::TurnOptions, crate::branch::ForkBody, crate::branch::ForkList,
         crate::branch::UpdateConversation, recall_engine::views::AlternativeView,

@@ -324,7 +324,15 @@ pub async fn context(
             first_seq: first as i64,
             last_seq: last as i64,
         });
-    context_json(format, out.prompt, &out.stats, window, &out.policy)
+    let sections = out.sections();
+    context_json(
+        format,
+        out.prompt,
+        &out.stats,
+        window,
+        &out.policy,
+        &sections,
+    )
 }
 
 /// The [`ContextResponse`] of a built context, written as the client reads it: the prompt is
@@ -341,6 +349,7 @@ fn context_json(
     stats: &impl serde::Serialize,
     window: Option<WindowView>,
     policy: &impl serde::Serialize,
+    sections: &impl serde::Serialize,
 ) -> Result<ChunkedJson, ApiError> {
     use recall_core::json_text::{json_str_len, push_json_str};
     let failed = |e: serde_json::Error| {
@@ -356,6 +365,8 @@ fn context_json(
     serde_json::to_writer(&mut tail, &window).map_err(failed)?;
     tail.extend_from_slice(b",\"policy\":");
     serde_json::to_writer(&mut tail, policy).map_err(failed)?;
+    tail.extend_from_slice(b",\"sections\":");
+    serde_json::to_writer(&mut tail, sections).map_err(failed)?;
     tail.push(b'}');
     let size = head.len() + recall_engine::prompt_bytes(&prompt) + tail.len();
     debug_assert_eq!(json_str_len(format) + 20, head.len());
@@ -475,7 +486,8 @@ mod tests {
     #[test]
     fn a_large_context_is_written_a_piece_at_a_time() {
         let prompt = Prompt::Text("\u{1}abc\n".repeat(200_000));
-        let mut answer = context_json("text", prompt, &json!({}), None, &json!({})).unwrap();
+        let mut answer =
+            context_json("text", prompt, &json!({}), None, &json!({}), &json!({})).unwrap();
         let total = answer.left;
         assert!(total > 2_000_000, "{total}");
         let waker = std::task::Waker::noop();
@@ -525,7 +537,17 @@ mod tests {
                     last_seq: 9,
                 }),
             ] {
-                let answer = context_json(format, prompt.clone(), &stats, window, &policy).unwrap();
+                let sections = recall_core::context::Sections {
+                    summary: Some(recall_core::context::SummarySectionView {
+                        from_seq: 1,
+                        to_seq: 4,
+                        text: "<conversation_summary>\n  \"é\"\n</conversation_summary>".into(),
+                    }),
+                    recalled: None,
+                };
+                let answer =
+                    context_json(format, prompt.clone(), &stats, window, &policy, &sections)
+                        .unwrap();
                 let size = answer.left;
                 let body = collect(answer);
                 assert_eq!(body.len() as u64, size, "{format}: the announced size");
@@ -538,6 +560,7 @@ mod tests {
                     stats: stats.clone(),
                     window,
                     policy: policy.clone(),
+                    sections: sections.clone(),
                 })
                 .unwrap();
                 assert_eq!(

@@ -270,6 +270,9 @@ pub struct ContextResponse {
     /// The limits that were applied: the format's defaults, then the conversation's policy,
     /// then the request's (so `max_tokens` is the budget the stats count against).
     pub policy: recall_core::policy::Policy,
+    /// The summary and recalled sections, as placed in `prompt`, as data (a client maps these
+    /// instead of reading them out of the prompt).
+    pub sections: recall_core::context::Sections,
 }
 
 /// The stored messages a context's window holds: every seq from `first_seq` to `last_seq`.

@@ -128,10 +128,15 @@ async fn compact_route(db: Backend) {
         .await;
     assert_eq!(ctx.status, StatusCode::OK, "{}", ctx.text);
     assert_eq!(ctx.json["stats"]["summary"]["to_seq"], to);
-    assert!(ctx.json["prompt"]["system"]
+    // Leading the first user message, never in the system prompt (issue 49 item 1); and as
+    // data in `sections`, the same bytes.
+    let placed = ctx.json["prompt"]["messages"][0]["content"][0]["text"]
         .as_str()
-        .unwrap()
-        .starts_with("<conversation_summary>\nA summary of messages 1 to "));
+        .unwrap();
+    assert!(placed.starts_with("<conversation_summary>\nA summary of messages 1 to "));
+    assert!(ctx.json["prompt"].get("system").is_none(), "{}", ctx.text);
+    assert_eq!(ctx.json["sections"]["summary"]["text"], placed);
+    assert_eq!(ctx.json["sections"]["summary"]["to_seq"], to);
 
     // Up to date: nothing called.
     let r = s.post(&path, &s.key_a, json!({})).await;

@@ -5,9 +5,13 @@ mod native;
 pub mod reading;
 mod text;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
+use crate::message::{Message, Role};
 use crate::policy::Format;
+use crate::recall::with_leading_text;
 use crate::select::Kept;
 
 pub use native::{render_anthropic, render_openai};
@@ -29,12 +33,13 @@ pub struct RenderInput<'a> {
     /// turn in the text formats (`xml`: before the current message). `None` or empty: none.
     pub recalled: Option<&'a str>,
     /// The summary section (`crate::summary::render_summary`), placed before everything else
-    /// the history holds: leading the system prompt in `anthropic`/`openai`, a section before
-    /// the history in the text formats (after `bracket`'s and `task`'s system parts).
+    /// the history holds and never in the system prompt: leading the first user message in
+    /// `anthropic`/`openai` ([`with_sections`]), a section before the history in the text
+    /// formats (after `bracket`'s and `task`'s system parts).
     pub summary: Option<&'a str>,
 }
 
-impl RenderInput<'_> {
+impl<'a> RenderInput<'a> {
     /// The recalled section, when there is one to place.
     pub fn recalled(&self) -> Option<&str> {
         self.recalled.filter(|s| !s.is_empty())
@@ -56,21 +61,63 @@ impl RenderInput<'_> {
         (!self.system_parts.is_empty()).then(|| self.system_parts.join("\n"))
     }
 
-    /// The system prompt of the native formats: the summary section, a blank line, then
-    /// [`RenderInput::system`]; either alone when the other is missing.
-    pub fn system_with_summary(&self) -> Option<String> {
-        join_summary(self.summary(), self.system())
+    /// The kept messages with the summary and recalled sections placed ([`with_sections`]),
+    /// what `anthropic` and `openai` render.
+    pub fn placed(&self) -> Vec<Cow<'a, Message>> {
+        let kept = self
+            .kept
+            .iter()
+            .map(|k| Cow::Borrowed(&k.message))
+            .collect();
+        let recalled = self.recalled().and_then(|t| Some((self.newest_user()?, t)));
+        with_sections(kept, self.summary(), recalled)
     }
 }
 
-/// `summary`, a blank line and `system`; either alone when the other is `None`: the system
-/// prompt a context carries with its summary.
-pub fn join_summary(summary: Option<&str>, system: Option<String>) -> Option<String> {
-    match (summary.filter(|s| !s.is_empty()), system) {
-        (Some(s), Some(sys)) => Some(format!("{s}\n\n{sys}")),
-        (Some(s), None) => Some(s.to_string()),
-        (None, sys) => sys,
+/// `messages` with recall's sections placed as data on the user side, never in the system
+/// prompt (docs/FORMAT-DECISIONS.md, "Where the summary and recalled messages go"): the
+/// recalled section leads the message at `recalled.0` (the newest user message), and the
+/// summary section leads the first message that is not a system message when that one is a
+/// cut point (a user message of the user's own words), else it is a user message of its own
+/// put before it. So the summary comes before everything the history holds, as in the text
+/// formats, and the system prompt a client sends stays the same bytes when the summary
+/// changes.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use recall_core::message::{Message, Role};
+/// use recall_core::render::with_sections;
+/// let history = vec![
+///     Cow::Owned(Message::text(Role::User, "hi")),
+///     Cow::Owned(Message::text(Role::Assistant, "hello")),
+///     Cow::Owned(Message::text(Role::User, "and?")),
+/// ];
+/// let placed = with_sections(history, Some("<conversation_summary>…</conversation_summary>"), Some((2, "<recalled_messages>…</recalled_messages>")));
+/// assert_eq!(placed.len(), 3);
+/// assert!(placed[0].joined_text().starts_with("<conversation_summary>"));
+/// assert!(placed[2].joined_text().starts_with("<recalled_messages>"));
+/// ```
+pub fn with_sections<'a>(
+    mut messages: Vec<Cow<'a, Message>>,
+    summary: Option<&str>,
+    recalled: Option<(usize, &str)>,
+) -> Vec<Cow<'a, Message>> {
+    if let Some((at, text)) = recalled.filter(|(_, t)| !t.is_empty()) {
+        if let Some(m) = messages.get_mut(at) {
+            *m = Cow::Owned(with_leading_text(m, text));
+        }
     }
+    if let Some(text) = summary.filter(|s| !s.is_empty()) {
+        let first = messages
+            .iter()
+            .position(|m| m.role != Role::System)
+            .unwrap_or(messages.len());
+        match messages.get_mut(first) {
+            Some(m) if m.is_cut_point() => *m = Cow::Owned(with_leading_text(m, text)),
+            _ => messages.insert(first, Cow::Owned(Message::text(Role::User, text))),
+        }
+    }
+    messages
 }
 
 /// A rendered prompt: one string for text formats, a request body for native ones.

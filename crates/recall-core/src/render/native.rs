@@ -6,32 +6,14 @@ use serde_json::{Map, Value};
 
 use super::RenderInput;
 use crate::message::{content_json, openai_image, Block, Content, Role};
-use crate::recall::with_leading_text;
-
-/// Where the recalled section goes: the newest user message's index, and the section.
-fn recall_target<'a>(input: &RenderInput<'a>) -> Option<(usize, &'a str)> {
-    let text = input.recalled.filter(|s| !s.is_empty())?;
-    Some((input.newest_user()?, text))
-}
 
 /// `{"system": S, "messages": [...]}`; thinking blocks survive only in the newest assistant
 /// message (docs/FORMATS.md §5.5).
 pub fn render_anthropic(input: &RenderInput<'_>) -> Value {
-    let newest_assistant = input
-        .kept
-        .iter()
-        .rposition(|k| k.message.role == Role::Assistant);
-    let mut messages = Vec::with_capacity(input.kept.len());
-    let target = recall_target(input);
-    for (i, k) in input.kept.iter().enumerate() {
-        let with_recall;
-        let m = match &target {
-            Some((t, text)) if *t == i => {
-                with_recall = with_leading_text(&k.message, text);
-                &with_recall
-            }
-            _ => &k.message,
-        };
+    let placed = input.placed();
+    let newest_assistant = placed.iter().rposition(|m| m.role == Role::Assistant);
+    let mut messages = Vec::with_capacity(placed.len());
+    for (i, m) in placed.iter().enumerate() {
         if m.role == Role::System {
             continue;
         }
@@ -54,7 +36,7 @@ pub fn render_anthropic(input: &RenderInput<'_>) -> Value {
         messages.push(Value::Object(obj));
     }
     let mut body = Map::new();
-    if let Some(s) = input.system_with_summary() {
+    if let Some(s) = input.system() {
         body.insert("system".into(), Value::String(s));
     }
     body.insert("messages".into(), Value::Array(messages));
@@ -72,19 +54,10 @@ pub fn render_openai(input: &RenderInput<'_>) -> Value {
         }
         Value::Object(m)
     };
-    if let Some(s) = input.system_with_summary() {
+    if let Some(s) = input.system() {
         messages.push(obj(vec![("role", "system".into()), ("content", s.into())]));
     }
-    let target = recall_target(input);
-    for (i, k) in input.kept.iter().enumerate() {
-        let with_recall;
-        let m = match &target {
-            Some((t, text)) if *t == i => {
-                with_recall = with_leading_text(&k.message, text);
-                &with_recall
-            }
-            _ => &k.message,
-        };
+    for m in input.placed() {
         match (&m.content, m.role) {
             (_, Role::System) => continue,
             (Content::Text(s), role) => {

@@ -14,8 +14,11 @@ other message. ``get_items`` gives the items back exactly as they were added.
 
 With ``context={...}`` (the policy fields of ``POST …/context``: ``max_tokens``,
 ``recall_tokens``, ``summarize``…) ``get_items`` returns what recall selects instead of
-everything: the conversation's summary (a developer message, first), the window's items, and
-the recalled earlier messages (a developer message just before the newest user message).
+everything: the conversation's summary (a user message, first), the window's items, and
+the recalled earlier messages (a user message just before the newest user message). Both are
+text derived from stored messages, so they are never system or developer items; they come
+from the context answer's ``sections``, never from reading the prompt, so a user message that
+holds their tags stays the user message it is.
 What recall looks for is the newest stored user message, or :attr:`RecallSession.query` when
 set (set it to the new input before a run: the SDK asks for history before it stores the
 input).
@@ -37,7 +40,6 @@ from .._async_client import AsyncRecall
 from .. import models as m
 
 ITEM_KEY = "openai_item"
-_SECTIONS = ("<conversation_summary>", "<recalled_messages>")
 
 
 def item_to_message(item: dict[str, Any]) -> dict[str, Any]:
@@ -197,7 +199,8 @@ class RecallSession(SessionABC):
         if self.query:
             body["query"] = self.query
         ctx = await self.client.context(cid, body)
-        summary, recalled = _sections(ctx.prompt)
+        summary = ctx.sections.summary.text if ctx.sections.summary else ""
+        recalled = ctx.sections.recalled.text if ctx.sections.recalled else ""
         window: list[dict[str, Any]] = []
         if ctx.window is not None:
             async for msg in self.client.iter_messages(cid, after=ctx.window.first_seq - 1):
@@ -205,14 +208,14 @@ class RecallSession(SessionABC):
                     break
                 if msg.status != "redacted":
                     window.extend(message_to_item(msg.message))
-        items: list[dict[str, Any]] = []
-        if summary:
-            items.append({"role": "developer", "content": summary})
-        items.extend(window)
         if recalled:
             # Where recall puts it: with the newest user message, after everything before it.
-            at = max((i for i, it in enumerate(items) if it.get("role") == "user" and it.get("type") in (None, "message")), default=len(items))
-            items.insert(at, {"role": "developer", "content": recalled})
+            at = max((i for i, it in enumerate(window) if it.get("role") == "user" and it.get("type") in (None, "message")), default=len(window))
+            window.insert(at, {"role": "user", "content": recalled})
+        items: list[dict[str, Any]] = []
+        if summary:
+            items.append({"role": "user", "content": summary})
+        items.extend(window)
         return items
 
 
@@ -240,22 +243,3 @@ def _arguments(raw: Any) -> Any:
         return json.loads(raw) if raw.strip() else {}
     except ValueError:
         return raw
-
-
-def _sections(prompt: Any) -> tuple[str, str]:
-    """The summary and recalled sections of an ``openai``-format prompt, as recall rendered
-    them (a section may share its text with the system prompt; quoted content cannot open one:
-    recall escapes those tags in it)."""
-    found = {s: "" for s in _SECTIONS}
-    for msg in (prompt or {}).get("messages", []):
-        content = msg.get("content")
-        texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
-        for t in texts:
-            for s in _SECTIONS:
-                start = t.find(s) if isinstance(t, str) else -1
-                if start < 0:
-                    continue
-                close = "</" + s[1:]
-                end = t.find(close, start)
-                found[s] = t[start : end + len(close)] if end >= 0 else t[start:]
-    return found["<conversation_summary>"], found["<recalled_messages>"]
