@@ -88,29 +88,64 @@ impl Engine {
             },
         };
         // What the request holds before what is new covers the newest `n` stored messages.
+        // Only when it holds no more than is stored: more means the client holds a message
+        // recall never stored (one inserted in the middle), and the sums of a tail-aligned
+        // copy would not see it.
         let n = covered.min(count);
         if n == 0 || incoming.len() == 1 {
             return Ok(continued);
         }
-        let at = conv.last_seq - n as i64;
-        let sums = match sums {
-            Some(s) if at == first - 1 => s,
-            _ => self.store.mirror_sums(tenant, &conv.id, at).await?,
-        };
-        let held = &incoming[covered - n..covered];
-        if let (Some(total), Some(before)) = (sums.total, sums.at) {
-            if mirror::sum_of(at + 1, held, &sums.redacted) == mirror::sub(total, before) {
-                return Ok(continued);
+        if covered <= count {
+            let at = conv.last_seq - n as i64;
+            let sums = match sums {
+                Some(s) if at == first - 1 => s,
+                _ => self.store.mirror_sums(tenant, &conv.id, at).await?,
+            };
+            let held = &incoming[covered - n..covered];
+            if let (Some(total), Some(before)) = (sums.total, sums.at) {
+                if mirror::sum_of(at + 1, held, &sums.redacted) == mirror::sub(total, before) {
+                    return Ok(continued);
+                }
             }
         }
-        // The sums disagree (an edit, a message written another way, or system messages in
-        // the stored history, which a request never carries in it) or are unknown: compare
-        // the request with the stored messages it covers, one by one.
+        // The sums disagree (an edit, a message inserted or deleted, a message written another
+        // way, or system messages in the stored history, which a request never carries in it)
+        // or were not asked: compare the request with the stored messages, one by one.
         let stored = self.stored_turns(tenant, &conv.id, first - 1).await?;
+        let turns: Vec<StoredTurn> = stored.iter().map(|(_, t)| t.clone()).collect();
+        // A complete copy (it starts with the stored first message, or holds more than is
+        // stored) is compared from the start: a message inserted or deleted in its middle then
+        // forks right where it is, and the fork holds exactly the client's history. Aligning
+        // it on the tail would put the fork point before the change and store or drop the
+        // client's messages around it.
+        let complete = covered > count
+            || turns
+                .first()
+                .zip(incoming.first())
+                .is_some_and(|(s, i)| !s.redacted && s.matches(i));
+        if complete {
+            let shared = common_prefix(&turns, &incoming[..covered]);
+            if shared == turns.len() {
+                // All of it stored: what the client holds after it is new.
+                return Ok(if shared >= covered {
+                    continued
+                } else {
+                    Placement::Continue {
+                        mode: Continued::Mirror,
+                        from: shared,
+                    }
+                });
+            }
+            let at = match shared {
+                0 => 0,
+                k => stored[k - 1].0,
+            };
+            return Ok(Placement::Fork { at, from: shared });
+        }
+        // A client that trims its own history: aligned on the tail.
         let m = covered.min(stored.len());
         let part = &stored[stored.len() - m..];
-        let turns: Vec<StoredTurn> = part.iter().map(|(_, t)| t.clone()).collect();
-        let shared = common_prefix(&turns, &incoming[covered - m..covered]);
+        let shared = common_prefix(&turns[turns.len() - m..], &incoming[covered - m..covered]);
         if shared == m {
             return Ok(continued);
         }

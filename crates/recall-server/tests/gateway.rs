@@ -1000,7 +1000,101 @@ async fn mirror_mode_forks_on_an_edit_older_than_the_anchor(backend: common::Bac
     assert_eq!(stored(&s, &id).await.len(), 14);
 }
 
+/// Issue 49 item 9: a message inserted in, or deleted from, the middle of the client's whole
+/// history forks right there, and upstream gets exactly the client's history: nothing
+/// dropped (an insertion aligned on the tail forked too early and stored from the wrong
+/// message) and nothing twice (a deletion did).
+async fn mirror_mode_forks_where_a_message_was_inserted_or_deleted(backend: common::Backend) {
+    let Some((s, _fake)) = gateway_to(backend, counting_provider(), Default::default()).await
+    else {
+        return;
+    };
+    let (id, history) = mirrored(&s, &["q1", "q2", "q3", "q4", "q5", "q6"]).await;
+    assert_eq!(stored(&s, &id).await.len(), 12);
+    let texts = |msgs: &[Value]| -> Vec<String> {
+        msgs.iter()
+            .map(|m| {
+                let c = &m["message"]["content"];
+                c.as_str().map_or_else(
+                    || c[0]["text"].as_str().unwrap_or("").to_string(),
+                    str::to_string,
+                )
+            })
+            .collect()
+    };
+
+    // Inserted: an exchange after the second one (after seq 4).
+    let mut inserted = history.clone();
+    inserted.splice(
+        4..4,
+        [
+            json!({"role": "user", "content": "an inserted question"}),
+            json!({"role": "assistant", "content": "an inserted reply"}),
+        ],
+    );
+    inserted.push(json!({"role": "user", "content": "q7"}));
+    let a = anthropic(
+        &s,
+        Some(&id),
+        json!({"model": "m", "max_tokens": 5, "messages": inserted.clone()}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.mode.as_deref(), Some("fork"));
+    // Upstream got the client's 15 messages, no fewer.
+    assert_eq!(a.json()["content"][0]["text"], "ok 15", "{}", a.body);
+    let fork = stored(&s, a.conversation.as_deref().unwrap()).await;
+    let sent: Vec<String> = inserted
+        .iter()
+        .map(|m| {
+            m["content"].as_str().map_or_else(
+                || m["content"][0]["text"].as_str().unwrap().to_string(),
+                str::to_string,
+            )
+        })
+        .collect();
+    assert_eq!(
+        texts(&fork)[..15],
+        sent[..],
+        "the fork is the client's history"
+    );
+    assert_eq!(fork.len(), 16);
+    assert_eq!(stored(&s, &id).await.len(), 12, "the original is unchanged");
+
+    // Deleted: the third exchange (seqs 5 and 6).
+    let mut deleted = history.clone();
+    deleted.drain(4..6);
+    deleted.push(json!({"role": "user", "content": "q7"}));
+    let a = anthropic(
+        &s,
+        Some(&id),
+        json!({"model": "m", "max_tokens": 5, "messages": deleted.clone()}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.mode.as_deref(), Some("fork"));
+    // Upstream got the client's 11 messages, none twice.
+    assert_eq!(a.json()["content"][0]["text"], "ok 11", "{}", a.body);
+    let fork = stored(&s, a.conversation.as_deref().unwrap()).await;
+    let sent: Vec<String> = deleted
+        .iter()
+        .map(|m| {
+            m["content"].as_str().map_or_else(
+                || m["content"][0]["text"].as_str().unwrap().to_string(),
+                str::to_string,
+            )
+        })
+        .collect();
+    assert_eq!(
+        texts(&fork)[..11],
+        sent[..],
+        "the fork is the client's history"
+    );
+    assert_eq!(fork.len(), 12);
+}
+
 on_both!(
+    mirror_mode_forks_where_a_message_was_inserted_or_deleted,
     mirror_mode_never_resurrects_a_redacted_message,
     mirror_mode_forks_on_an_edit_older_than_the_anchor,
     concurrent_turns_on_one_conversation_are_serialised,
