@@ -425,6 +425,7 @@ fn sse_stream(turn: RunningTurn, first: Report) -> impl Stream<Item = Result<Eve
 #[utoipa::path(get, path = "/v1/conversations/{id}/ws", tag = "chat",
     params(("id" = String, Path, description = "The conversation id")),
     responses((status = 101, description = "WebSocket upgrade"), (status = 404, body = crate::views::ErrorBody),
+        (status = 503, description = "As many WebSockets are open as the server takes (half of max_connections)", body = crate::views::ErrorBody),
         crate::views::V1Errors),
     security(("bearer" = [])))]
 pub async fn chat_ws(
@@ -438,13 +439,32 @@ pub async fn chat_ws(
         .engine()
         .get_conversation(ConversationRef::new(&tenant, &id))
         .await?;
+    // WebSockets hold at most half of the connection places: refused before the upgrade
+    // when those are taken, as a connection over the cap is.
+    let Ok(place) = state.inner.ws_places.clone().try_acquire_owned() else {
+        let places = crate::state::websocket_places(state.inner.config.limits.max_connections);
+        return Err(ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!(
+                    "{places} WebSockets are open, as many as this server takes (half of \
+                     max_connections); try again when one closes"
+                ),
+            )
+        });
+    };
     // A frame or message over the body limit is refused from its header, before its payload
     // is read (the socket is then closed with 1009).
     let limit = state.inner.config.limits.max_body_bytes;
     Ok(ws
         .max_frame_size(limit)
         .max_message_size(limit)
-        .on_upgrade(move |socket| ws_session(socket, state, tenant, id)))
+        .on_upgrade(move |socket| async move {
+            ws_session(socket, state, tenant, id).await;
+            drop(place);
+        }))
 }
 
 /// Ends a session whose read failed: a frame or message over the limit is told so with close
@@ -515,35 +535,27 @@ impl WsRequest {
 }
 
 /// The next frame of a session with no turn running, or `None` when the session is over: the
-/// client closed it, or sent nothing (no message, ping or pong) for `idle`, though pinged at
-/// half of it (then it is closed with 1001, "going away").
+/// client closed it, or sent no request for `idle` (then it is closed with 1001, "going
+/// away"). Pings, pongs and binary frames are answered or ignored and do not count: a client
+/// that only keeps the socket alive would otherwise hold its place for ever.
 async fn next_frame(
     socket: &mut WebSocket,
     idle: std::time::Duration,
 ) -> Option<Result<WsMessage, axum::Error>> {
     let deadline = tokio::time::Instant::now() + idle;
-    let mut pinged = false;
     loop {
-        let wake = if pinged {
-            deadline
-        } else {
-            deadline - idle / 2
-        };
         tokio::select! {
-            msg = socket.recv() => return msg,
-            _ = tokio::time::sleep_until(wake) => {
-                if pinged {
-                    let frame = CloseFrame {
-                        code: close_code::AWAY,
-                        reason: format!("idle for {}s", idle.as_secs()).into(),
-                    };
-                    let _ = socket.send(WsMessage::Close(Some(frame))).await;
-                    return None;
-                }
-                pinged = true;
-                if socket.send(WsMessage::Ping(Default::default())).await.is_err() {
-                    return None;
-                }
+            msg = socket.recv() => match msg {
+                Some(Ok(WsMessage::Ping(_) | WsMessage::Pong(_) | WsMessage::Binary(_))) => continue,
+                other => return other,
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                let frame = CloseFrame {
+                    code: close_code::AWAY,
+                    reason: format!("no request for {}s", idle.as_secs()).into(),
+                };
+                let _ = socket.send(WsMessage::Close(Some(frame))).await;
+                return None;
             }
         }
     }

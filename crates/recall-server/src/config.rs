@@ -13,9 +13,9 @@
 //! max_messages_per_request = 1000
 //! header_timeout_secs = 10   # to send a request's headers, from its first byte
 //! body_timeout_secs = 30     # to send a request's body, from the end of its headers
-//! idle_timeout_secs = 60     # a connection with no request under way; a silent WebSocket
+//! idle_timeout_secs = 60     # a connection with no request under way; a WebSocket with no request
 //! write_timeout_secs = 30    # a client that reads nothing of an answer this long
-//! max_connections = 1024     # open at once (WebSockets included); more are refused
+//! max_connections = 1024     # open at once (WebSockets included, at most half); more are refused
 //! max_page_bytes = 8388608       # a page of messages stops before this many bytes
 //! max_context_bytes = 33554432   # a larger context prompt is a 413
 //!
@@ -54,7 +54,8 @@ pub struct HttpLimits {
     /// headers; a body still arriving then is answered 408 and the connection closed.
     pub body_timeout_secs: u64,
     /// Seconds a connection may stay open with no request under way (a new connection
-    /// that sends nothing, a kept-alive one between requests) before it is closed.
+    /// that sends nothing, a kept-alive one between requests, a WebSocket with no turn and no
+    /// request, pings or not) before it is closed.
     pub idle_timeout_secs: u64,
     /// Seconds an answer may wait for the client to read any of it (a streamed answer, a
     /// large page, a WebSocket frame): a connection whose writes make no progress this long
@@ -62,7 +63,8 @@ pub struct HttpLimits {
     /// `partial` when cut).
     pub write_timeout_secs: u64,
     /// Most connections open at once, WebSockets included; a connection over the cap is
-    /// answered 503 and closed.
+    /// answered 503 and closed. WebSockets take at most half of the places (an upgrade over
+    /// that is a 503 too).
     pub max_connections: usize,
     /// Most bytes of messages in one page of `GET …/messages` (their JSON): the page stops
     /// before the message that would go over, and always holds at least one message.

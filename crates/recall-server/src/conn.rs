@@ -18,6 +18,10 @@
 //! full) fails the connection, which closes it: a crowd that never reads holds its places
 //! for that long at most, and is reset rather than closed, so that the kernel drops what
 //! was still queued for it.
+//! A connection that ends with bytes still queued for its client (an answer that fitted
+//! the socket's buffers, to a client that reads nothing; then closed as idle) keeps its
+//! place until the client takes them, or is reset `write_timeout` after it ended: a place
+//! freed never leaves the kernel holding an answer.
 //!
 //! Over `max_connections`, a new connection is answered 503 and closed at once, so a crowd
 //! of slow clients costs a bounded number of sockets and tasks; each of them is shed within
@@ -29,6 +33,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,11 +157,12 @@ impl Connection {
     async fn run(self, stream: TcpStream, peer: SocketAddr, place: OwnedSemaphorePermit) {
         let clock = Arc::new(Clock::new());
         let io = TokioIo::new(Watched {
-            io: stream,
+            io: ManuallyDrop::new(stream),
             clock: clock.clone(),
-            _place: place,
+            place: ManuallyDrop::new(place),
             write_timeout: self.limits.write_timeout(),
             stalled: None,
+            reset: false,
         });
         let service = ConnService {
             app: self.app,
@@ -298,13 +304,22 @@ impl Clock {
 
 /// A connection's socket, reporting reads to its clock and holding its place under the cap
 /// (through a WebSocket upgrade too: the upgraded stream owns this).
+///
+/// Dropped (the connection is over: the answer written, an idle close, an error) while the
+/// kernel still holds bytes the client has not taken, the socket and its place are kept
+/// until the client takes them or `write_timeout` passes, then it is reset ([`linger`]): a
+/// plain close would free the place and leave the kernel holding the data (a client that
+/// reads nothing of an answer that fitted the send buffer cost a buffer's worth per socket,
+/// unbounded by `max_connections`).
 struct Watched {
-    io: TcpStream,
+    io: ManuallyDrop<TcpStream>,
     clock: Arc<Clock>,
-    _place: OwnedSemaphorePermit,
+    place: ManuallyDrop<OwnedSemaphorePermit>,
     write_timeout: Duration,
     /// Since when a write has been waiting for the client to read (`None`: not waiting).
     stalled: Option<Pin<Box<Sleep>>>,
+    /// Set to be reset when closed (the write timeout passed): nothing to wait for.
+    reset: bool,
 }
 
 impl Watched {
@@ -319,6 +334,7 @@ impl Watched {
         // go on offering up to a send buffer's worth (megabytes) to a client that reads
         // nothing, holding that memory after the place is freed.
         let _ = self.io.set_zero_linger();
+        self.reset = true;
         Poll::Ready(Err(io::Error::new(
             io::ErrorKind::TimedOut,
             format!(
@@ -340,6 +356,70 @@ impl Watched {
     }
 }
 
+impl Drop for Watched {
+    fn drop(&mut self) {
+        // SAFETY: each field is taken once, here, and `self` is not used after.
+        let (io, place) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.io),
+                ManuallyDrop::take(&mut self.place),
+            )
+        };
+        if !self.reset {
+            linger(io, place, self.write_timeout);
+        }
+    }
+}
+
+/// Ends a connection's socket: at once when the kernel holds nothing more for the client
+/// (the usual case), else once the client has taken it, or with a reset after `timeout`; the
+/// place is held until then.
+fn linger(io: TcpStream, place: OwnedSemaphorePermit, timeout: Duration) {
+    if unsent(&io) == 0 {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        let _ = io.set_zero_linger();
+        return;
+    };
+    runtime.spawn(async move {
+        let deadline = Instant::now() + timeout;
+        while unsent(&io) > 0 {
+            if Instant::now() >= deadline {
+                let _ = io.set_zero_linger();
+                break;
+            }
+            tokio::time::sleep(LINGER_POLL).await;
+        }
+        drop(io);
+        drop(place);
+    });
+}
+
+/// How often a lingering socket is looked at.
+const LINGER_POLL: Duration = Duration::from_millis(100);
+
+/// Bytes in the socket's send queue: written by the server and not yet acknowledged by the
+/// client (Linux's `TIOCOUTQ`); 0 where it cannot be asked.
+#[cfg(target_os = "linux")]
+fn unsent(io: &TcpStream) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one c_int through the pointer; the fd is an open socket `io`
+    // owns for the duration of the call.
+    let r = unsafe { libc::ioctl(io.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    if r == 0 {
+        usize::try_from(n).unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unsent(_: &TcpStream) -> usize {
+    0
+}
+
 impl AsyncRead for Watched {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -347,7 +427,7 @@ impl AsyncRead for Watched {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
-        ready!(Pin::new(&mut self.io).poll_read(cx, buf))?;
+        ready!(Pin::new(&mut *self.io).poll_read(cx, buf))?;
         if buf.filled().len() > before {
             self.clock.bytes_read();
         }
@@ -361,7 +441,7 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        let r = Pin::new(&mut *self.io).poll_write(cx, buf);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             self.clock.wrote();
         }
@@ -373,7 +453,7 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        let r = Pin::new(&mut *self.io).poll_write_vectored(cx, bufs);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
             self.clock.wrote();
         }
@@ -385,12 +465,12 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let r = Pin::new(&mut self.io).poll_flush(cx);
+        let r = Pin::new(&mut *self.io).poll_flush(cx);
         self.written(r, cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
+        Pin::new(&mut *self.io).poll_shutdown(cx)
     }
 }
 

@@ -24,6 +24,10 @@ pub(crate) struct Inner {
     pub(crate) upstreams: Upstreams,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) rate: rate::RateLimiter,
+    /// The places WebSockets may hold: half of `max_connections` (at least one), so that
+    /// sockets kept open, however live, never take the places plain requests and `/healthz`
+    /// need.
+    pub(crate) ws_places: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -35,8 +39,12 @@ impl AppState {
         } else {
             Auth::from_config(&config.keys)
         };
+        let ws_places = Arc::new(tokio::sync::Semaphore::new(websocket_places(
+            config.limits.max_connections,
+        )));
         AppState {
             inner: Arc::new(Inner {
+                ws_places,
                 engine,
                 auth,
                 rate: rate::RateLimiter::new(config.rate_limit),
@@ -50,4 +58,9 @@ impl AppState {
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
     }
+}
+
+/// How many WebSockets may be open at once under `max_connections`: half of it, at least one.
+pub(crate) fn websocket_places(max_connections: usize) -> usize {
+    (max_connections / 2).max(1)
 }
