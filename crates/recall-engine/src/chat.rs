@@ -149,6 +149,8 @@ impl Engine {
             messages: context.messages(),
             model: None,
             max_tokens: ChatRequest::DEFAULT_MAX_TOKENS,
+            // The one reply cap: the adapter stops reading past it.
+            max_reply_bytes: Some(self.limits.max_message_bytes),
         };
         Ok(PreparedRequest { request, context })
     }
@@ -238,10 +240,18 @@ impl Engine {
 
         let mut saver = ReplySaver::new(self, tenant, id, backend, turn.model.clone());
         let mut assembler = Assembler::new();
+        // Counted here too, for a backend that does not keep `max_reply_bytes` itself: past
+        // the cap the stream is dropped (which cancels it) and what fitted is the partial
+        // reply, on every path a turn takes (HTTP, SSE, WebSocket, the CLI, MCP).
+        let mut meter = recall_llm::ReplyMeter::new(self.limits.max_message_bytes);
         match backend.stream(request, cancel.clone()).await {
             Err(e) => assembler.push(&BackendEvent::Error(e)),
             Ok(mut events) => {
                 while let Some(ev) = events.next().await {
+                    let ev = match meter.admit(&ev, 0) {
+                        Ok(()) => ev,
+                        Err(over) => BackendEvent::Error(over),
+                    };
                     assembler.push(&ev);
                     let terminal = ev.is_terminal();
                     on_event(TurnEvent::Backend(ev));

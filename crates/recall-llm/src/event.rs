@@ -100,8 +100,18 @@ impl BackendEvent {
             | BackendEvent::ThinkingDelta(s)
             | BackendEvent::ThinkingSignature(s)
             | BackendEvent::RedactedThinking(s) => s.len(),
+            // As stored: the block's JSON, framing included (`{"type":"tool_use","id":…}` and
+            // the comma before it), so that many small calls count what they cost.
             BackendEvent::ToolUse { id, name, input } => {
-                id.len() + name.len() + input.to_string().len()
+                recall_core::message::Block::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                }
+                .to_json()
+                .to_string()
+                .len()
+                    + 1
             }
             BackendEvent::ToolResult {
                 tool_use_id,
@@ -127,6 +137,70 @@ impl BackendEvent {
     }
 }
 
+/// The one cap on a reply's size, on every path that reads one (chat turns over HTTP, SSE,
+/// WebSocket and the CLI, the gateway, compaction): the bytes of content it has carried so far
+/// ([`BackendEvent::content_bytes`]) plus what the backend's decoder holds for content not yet
+/// emitted (a tool call's arguments while they stream), against `cap`. Past it, the reply
+/// stops there: what fitted is kept as partial, and nothing more is read or passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyMeter {
+    cap: usize,
+    size: usize,
+}
+
+impl ReplyMeter {
+    /// A meter for replies of at most `cap` bytes of content.
+    pub fn new(cap: usize) -> ReplyMeter {
+        ReplyMeter { cap, size: 0 }
+    }
+
+    /// Counts `event`, with `pending` bytes held for content still streaming: the error to
+    /// end the reply with when that takes it past the cap (the event is then not counted,
+    /// and must not be kept or passed on).
+    pub fn admit(&mut self, event: &BackendEvent, pending: usize) -> Result<(), BackendError> {
+        let size = self.size.saturating_add(event.content_bytes());
+        if size.saturating_add(pending) > self.cap {
+            return Err(self.over());
+        }
+        self.size = size;
+        Ok(())
+    }
+
+    /// Counts a decoder's new `events` with its `pending` bytes: `None` when all of them fit;
+    /// else `events` is cut before the first that does not (all kept when it is the pending
+    /// bytes that do not fit), and the error to end the reply with is returned.
+    pub fn cut(&mut self, events: &mut Vec<BackendEvent>, pending: usize) -> Option<BackendError> {
+        let over = events
+            .iter()
+            .position(|e| self.admit(e, pending).is_err())
+            .or_else(|| self.holds(pending).is_err().then_some(events.len()))?;
+        events.truncate(over);
+        Some(self.over())
+    }
+
+    /// Whether `pending` more bytes still fit (content streaming that is not an event yet).
+    pub fn holds(&self, pending: usize) -> Result<(), BackendError> {
+        if self.size.saturating_add(pending) > self.cap {
+            return Err(self.over());
+        }
+        Ok(())
+    }
+
+    /// The error of a reply past the cap.
+    pub fn over(&self) -> BackendError {
+        BackendError::protocol(format!(
+            "the reply is over max_message_bytes ({} bytes): recall stored it up to there, \
+             as partial, and stopped reading it",
+            self.cap
+        ))
+    }
+
+    /// The content bytes counted so far.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
 /// What to send to a backend.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
@@ -139,6 +213,9 @@ pub struct ChatRequest {
     /// The most tokens the reply may have (ignored by the Claude Code CLI, which has no flag
     /// for it).
     pub max_tokens: u32,
+    /// The most bytes of content the reply may have ([`ReplyMeter`]): past it, the backend's
+    /// stream ends with an error after what fitted. `None`: no cap.
+    pub max_reply_bytes: Option<usize>,
 }
 
 impl ChatRequest {
@@ -153,6 +230,7 @@ impl ChatRequest {
             messages,
             model: None,
             max_tokens: Self::DEFAULT_MAX_TOKENS,
+            max_reply_bytes: None,
         }
     }
 

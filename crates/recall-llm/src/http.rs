@@ -273,6 +273,12 @@ pub(crate) trait SseDecoder: Send + 'static {
     /// The body ended before [`Flow::Finished`]: push the last events, ending with the
     /// terminal one (a completion for lenient protocols, usually an error).
     fn on_eof(&mut self, out: &mut Vec<BackendEvent>);
+
+    /// Bytes held for content not emitted yet (tool calls' arguments while they stream),
+    /// which the reply's cap counts as they arrive ([`crate::ReplyMeter`]).
+    fn pending_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// Spawns the task that reads `resp`'s SSE body through `decoder` and returns the event
@@ -285,6 +291,7 @@ pub(crate) fn spawn_sse<D: SseDecoder>(
     timeouts: Timeouts,
     deadline: Option<Instant>,
     secret: Option<String>,
+    mut meter: Option<crate::ReplyMeter>,
 ) -> EventStream {
     let (mut em, stream) = channel();
     let local = loopback_address(resp.url());
@@ -349,6 +356,14 @@ pub(crate) fn spawn_sse<D: SseDecoder>(
             };
             for ev in events {
                 let flow = decoder.on_event(ev, &mut out);
+                // Past the cap: what came before it is passed on, then the error; the body is
+                // not read further (dropping it closes the connection).
+                let pending = decoder.pending_bytes();
+                if let Some(e) = meter.as_mut().and_then(|m| m.cut(&mut out, pending)) {
+                    forward(&mut em, &mut out).await;
+                    em.fail(e).await;
+                    return;
+                }
                 if !forward(&mut em, &mut out).await {
                     return;
                 }
@@ -528,7 +543,8 @@ impl<P: HttpProvider> crate::Backend for P {
     ) -> Result<EventStream, BackendError> {
         let headers = self.headers()?;
         let body = P::body(&req, self.default_model())?;
-        stream_call(self.endpoint(), headers, &body, cancel, |secret| {
+        let meter = req.max_reply_bytes.map(crate::ReplyMeter::new);
+        stream_call(self.endpoint(), headers, &body, cancel, meter, |secret| {
             self.decoder(secret)
         })
         .await
@@ -565,6 +581,7 @@ pub(crate) async fn stream_call<D: SseDecoder>(
     headers: HeaderMap,
     body: &serde_json::Value,
     cancel: CancellationToken,
+    meter: Option<crate::ReplyMeter>,
     decoder: impl FnOnce(Option<String>) -> D,
 ) -> Result<EventStream, BackendError> {
     let body = serde_json::to_vec(body)
@@ -591,7 +608,9 @@ pub(crate) async fn stream_call<D: SseDecoder>(
     .await?;
     check_event_stream(&resp)?;
     let decoder = decoder(secret.clone());
-    Ok(spawn_sse(resp, decoder, cancel, timeouts, deadline, secret))
+    Ok(spawn_sse(
+        resp, decoder, cancel, timeouts, deadline, secret, meter,
+    ))
 }
 
 /// Fails when a 2xx response is not an event stream (a proxy's JSON, an HTML page).

@@ -50,7 +50,7 @@ pub use assemble::{collect, AssembledReply, Assembler, ReplyStatus};
 pub use backend::{Backend, EventStream};
 pub use claude_cli::{ClaudeCliBackend, ClaudeCliConfig, PromptFormat};
 pub use error::{BackendError, BackendErrorKind};
-pub use event::{BackendEvent, ChatRequest, Usage};
+pub use event::{BackendEvent, ChatRequest, ReplyMeter, Usage};
 pub use http::{HttpConfig, Timeouts};
 pub use key::ApiKey;
 pub use openai::OpenAiBackend;

@@ -289,10 +289,17 @@ pub(crate) struct OpenAiDecoder {
     tools: BTreeMap<u64, ToolCall>,
     finish_reason: Option<String>,
     secret: Option<String>,
+    /// Bytes held in `tools` (ids, names, arguments and each call's block framing).
+    pending: usize,
 }
+
+/// What a tool call's block adds to a stored reply besides its id, name and arguments
+/// (`{"type":"tool_use","id":"","name":"","input":},`).
+const TOOL_BLOCK_FRAMING: usize = 45;
 
 impl OpenAiDecoder {
     fn flush_tools(&mut self, out: &mut Vec<BackendEvent>) {
+        self.pending = 0;
         for (index, call) in std::mem::take(&mut self.tools) {
             let id = if call.id.is_empty() {
                 format!("call_{index}")
@@ -380,19 +387,25 @@ impl SseDecoder for OpenAiDecoder {
                 }
                 for (pos, frag) in delta.tool_calls.into_iter().flatten().enumerate() {
                     let index = frag.index.unwrap_or(pos as u64);
+                    if !self.tools.contains_key(&index) {
+                        self.pending += TOOL_BLOCK_FRAMING;
+                    }
                     let call = self.tools.entry(index).or_default();
                     if let Some(id) = frag.id.filter(|s| !s.is_empty()) {
                         if call.id.is_empty() {
+                            self.pending += id.len();
                             call.id = id;
                         }
                     }
                     if let Some(f) = frag.function {
                         if let Some(name) = f.name.filter(|s| !s.is_empty()) {
                             if call.name.is_empty() {
+                                self.pending += name.len();
                                 call.name = name;
                             }
                         }
                         if let Some(a) = f.arguments {
+                            self.pending += a.len();
                             call.arguments.push_str(&a);
                         }
                     }
@@ -412,6 +425,10 @@ impl SseDecoder for OpenAiDecoder {
             }));
         }
         Ok(Flow::Continue)
+    }
+
+    fn pending_bytes(&self) -> usize {
+        self.pending
     }
 
     fn on_eof(&mut self, out: &mut Vec<BackendEvent>) {

@@ -322,6 +322,12 @@ impl ReplyTap {
         }
     }
 
+    /// Bytes the decoder holds for content not emitted yet (tool calls' arguments while they
+    /// stream), which the reply's cap counts ([`crate::ReplyMeter`]).
+    pub fn pending_bytes(&self) -> usize {
+        self.decoder.pending_bytes()
+    }
+
     /// True once a terminal event was returned.
     pub fn is_finished(&self) -> bool {
         self.finished

@@ -28,6 +28,7 @@ on_both!(
     bad_chat_bodies_are_refused_and_change_nothing,
     chat_routes_are_tenant_scoped,
     a_chat_body_takes_the_context_policy,
+    replies_past_max_message_bytes_are_cut_on_every_chat_path,
 );
 
 async fn chat_server(fake: &FakeServer, db: Backend) -> Option<Server> {
@@ -859,4 +860,132 @@ async fn a_chat_body_takes_the_context_policy(b: Backend) {
         assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text);
         assert!(r.message().contains(says), "{}", r.text);
     }
+}
+
+/// A text reply of 200 KiB, in 1 KiB chunks.
+fn long_reply() -> Reply {
+    let piece = "0123456789abcdef".repeat(64);
+    let chunks: Vec<&str> = (0..200).map(|_| piece.as_str()).collect();
+    Reply::sse(anthropic::text_reply(&chunks))
+}
+
+/// Issue 49 item 7: one reply cap on every chat path. `/v1` chat stored a 100 MB reply as
+/// complete and the WebSocket path 4 MB; a streamed tool input grew without bound. With
+/// `max_message_bytes` 64 KiB: over SSE and over the WebSocket the client gets at most the
+/// cap and an error, the stored reply is `partial` within the cap, and a tool input that
+/// streams past the cap stops the reply there.
+async fn replies_past_max_message_bytes_are_cut_on_every_chat_path(b: Backend) {
+    let cap = 64 * 1024;
+    let mut tool_input = vec![
+        anthropic::message_start("msg_big_tool", 30),
+        anthropic::block_start(0, json!({"type": "text", "text": ""})),
+        anthropic::text_delta(0, "Let me check."),
+        anthropic::block_stop(0),
+        anthropic::block_start(
+            1,
+            json!({"type": "tool_use", "id": "toolu_big", "name": "write", "input": {}}),
+        ),
+        anthropic::delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": "{\"text\": \""}),
+        ),
+    ];
+    let piece = "x".repeat(1024);
+    for _ in 0..200 {
+        tool_input.push(anthropic::delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": piece}),
+        ));
+    }
+    tool_input.extend([
+        anthropic::delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": "\"}"}),
+        ),
+        anthropic::block_stop(1),
+        anthropic::message_delta("tool_use", 40),
+        anthropic::message_stop(),
+    ]);
+    let fake = FakeServer::scripted(vec![long_reply(), long_reply(), Reply::sse(tool_input)]).await;
+    let Some(s) = chat_server_with(&fake, b, |c| c.limits.max_message_bytes = cap).await else {
+        return;
+    };
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+
+    // SSE.
+    let (_, events) = sse_turn(&s, &id, json!({"content": "Write a lot."})).await;
+    let text: String = events
+        .iter()
+        .filter(|(n, _)| n == "assistant_chunk")
+        .map(|(_, d)| d["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        text.len() <= cap && text.len() >= cap - 1024,
+        "{}",
+        text.len()
+    );
+    let error = events
+        .iter()
+        .find(|(n, _)| n == "error")
+        .expect("an error event");
+    assert!(
+        error.1.to_string().contains("max_message_bytes"),
+        "{}",
+        error.1
+    );
+    let stored = s.stored(TENANT_A, &id).await;
+    assert_eq!(stored[1]["status"], "partial");
+    assert_eq!(stored[1]["message"]["content"].as_str().unwrap(), text);
+
+    // The WebSocket.
+    use tokio_tungstenite::tungstenite::Message;
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_request(&s, &id, Some(&s.key_a)))
+        .await
+        .expect("connect");
+    ws.send(Message::text(
+        json!({"type": "user_message", "content": "More.", "request_id": "w"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    let mut text = String::new();
+    let mut said = String::new();
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("frame in time")
+            .expect("open")
+            .unwrap();
+        let Message::Text(t) = msg else { continue };
+        let f: Value = serde_json::from_str(t.as_str()).unwrap();
+        match f["type"].as_str().unwrap() {
+            "assistant_chunk" => text.push_str(f["delta"].as_str().unwrap()),
+            "error" => {
+                said = f.to_string();
+                break;
+            }
+            "done" => break,
+            _ => {}
+        }
+    }
+    ws.close(None).await.ok();
+    assert!(said.contains("max_message_bytes"), "{said}");
+    assert!(text.len() <= cap, "{}", text.len());
+    let stored = s.stored(TENANT_A, &id).await;
+    assert_eq!(stored[3]["status"], "partial");
+    assert_eq!(stored[3]["message"]["content"].as_str().unwrap(), text);
+
+    // A tool input streaming past the cap: stopped there; the call is not stored.
+    let (_, events) = sse_turn(&s, &id, json!({"content": "Write it to a file."})).await;
+    assert!(
+        events
+            .iter()
+            .any(|(n, d)| n == "error" && d.to_string().contains("max_message_bytes")),
+        "{events:?}"
+    );
+    let stored = s.stored(TENANT_A, &id).await;
+    assert_eq!(stored.len(), 6, "{stored:?}");
+    assert_eq!(stored[5]["status"], "partial");
+    let bytes = stored[5]["message"].to_string().len();
+    assert!(bytes < cap, "{bytes}");
+    assert!(!stored[5]["message"].to_string().contains("toolu_big"));
 }

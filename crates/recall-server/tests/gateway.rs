@@ -1000,6 +1000,116 @@ async fn mirror_mode_forks_on_an_edit_older_than_the_anchor(backend: common::Bac
     assert_eq!(stored(&s, &id).await.len(), 14);
 }
 
+/// Issue 49 item 7: a streamed tool input (157 MB reached the client, nothing stored) and
+/// 30,000 small tool calls (stored as one 2 MB message) count toward `max_message_bytes` as
+/// they arrive: the client gets about the cap and an error, the stream is not read to its
+/// end, and nothing over the cap is stored.
+async fn tool_input_and_many_tool_calls_count_toward_the_reply_cap(backend: common::Backend) {
+    let handler: recall_testkit::Handler = Arc::new(|req, _| {
+        if req.path.ends_with("/chat/completions") {
+            let mut parts = vec![recall_testkit::openai::chunk(
+                json!({"role": "assistant", "content": null}),
+                Value::Null,
+            )];
+            for batch in 0..300 {
+                let calls: Vec<Value> = (0..100)
+                    .map(|k| {
+                        let i = batch * 100 + k;
+                        json!({"index": i, "id": format!("call_{i}"), "type": "function",
+                            "function": {"name": "f", "arguments": "{}"}})
+                    })
+                    .collect();
+                parts.push(recall_testkit::openai::chunk(
+                    json!({"tool_calls": calls}),
+                    Value::Null,
+                ));
+            }
+            parts.push(recall_testkit::openai::chunk(
+                json!({}),
+                json!("tool_calls"),
+            ));
+            parts.push(recall_testkit::openai::done());
+            recall_testkit::Reply::sse(parts)
+        } else {
+            use recall_testkit::anthropic as a;
+            let mut parts = vec![
+                a::message_start("msg_1", 5),
+                a::block_start(
+                    0,
+                    json!({"type": "tool_use", "id": "toolu_big", "name": "write", "input": {}}),
+                ),
+            ];
+            let piece = "x".repeat(1024);
+            for _ in 0..400 {
+                parts.push(a::delta(
+                    0,
+                    json!({"type": "input_json_delta", "partial_json": piece}),
+                ));
+            }
+            parts.extend([
+                a::block_stop(0),
+                a::message_delta("tool_use", 9),
+                a::message_stop(),
+            ]);
+            recall_testkit::Reply::sse(parts)
+        }
+    });
+    let cap = 64 * 1024;
+    let Some((s, _fake)) = gateway_to(backend, handler, message_cap(cap)).await else {
+        return;
+    };
+    let a = anthropic(
+        &s,
+        None,
+        json!({"model": "m", "max_tokens": 5, "stream": true,
+            "messages": [{"role": "user", "content": "Write a file."}]}),
+    )
+    .await;
+    assert_eq!(a.status, 200);
+    assert!(
+        a.body.len() < 2 * cap,
+        "the client got {} bytes",
+        a.body.len()
+    );
+    assert!(a.body.contains("max_message_bytes"), "and why");
+    assert!(!a.body.contains("message_stop"), "not read to the end");
+    let msgs = stored(&s, a.conversation.as_deref().unwrap()).await;
+    assert!(
+        msgs.len() == 1 || msgs[1]["status"] == "partial",
+        "{msgs:?}"
+    );
+    assert!(msgs.iter().all(|m| m.to_string().len() < cap));
+
+    let o = openai_call(
+        &s,
+        None,
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "Call f a lot."}]}),
+    )
+    .await;
+    assert_eq!(o.status, 200);
+    // A call's chunk JSON is about half again what its stored block counts.
+    assert!(
+        o.body.len() < 3 * cap,
+        "the client got {} bytes",
+        o.body.len()
+    );
+    assert!(
+        o.body.contains("reply_too_large"),
+        "{}",
+        &o.body[o.body.len().saturating_sub(300)..]
+    );
+    assert!(!o.body.contains("[DONE]"));
+    let msgs = stored(&s, o.conversation.as_deref().unwrap()).await;
+    assert!(
+        msgs.iter().all(|m| m.to_string().len() < cap),
+        "a stored message over the cap"
+    );
+    assert!(
+        msgs.len() == 1 || msgs[1]["status"] == "partial",
+        "{msgs:?}"
+    );
+}
+
 /// Issue 49 item 9: a message inserted in, or deleted from, the middle of the client's whole
 /// history forks right there, and upstream gets exactly the client's history: nothing
 /// dropped (an insertion aligned on the tail forked too early and stored from the wrong
@@ -1094,6 +1204,7 @@ async fn mirror_mode_forks_where_a_message_was_inserted_or_deleted(backend: comm
 }
 
 on_both!(
+    tool_input_and_many_tool_calls_count_toward_the_reply_cap,
     mirror_mode_forks_where_a_message_was_inserted_or_deleted,
     mirror_mode_never_resurrects_a_redacted_message,
     mirror_mode_forks_on_an_edit_older_than_the_anchor,

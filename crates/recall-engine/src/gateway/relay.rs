@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use recall_llm::proxy::{HeaderName, HeaderValue, ReplyTap, Upstream, UpstreamResponse};
-use recall_llm::{Assembler, BackendError, BackendErrorKind, BackendEvent};
+use recall_llm::{Assembler, BackendError, BackendErrorKind, BackendEvent, ReplyMeter};
 use recall_store::MessageStatus;
 use tokio::sync::mpsc;
 
@@ -73,12 +73,11 @@ impl Relay<'_> {
         mut body: Body,
         client_gone: bool,
     ) -> Result<(), EngineError> {
-        let cap = self.engine.limits.max_message_bytes;
         let mut tap = ReplyTap::new(self.call.provider);
         let mut gone = client_gone;
-        // Content bytes of the reply so far: past `max_message_bytes` the reply is cut at the
-        // last chunk that fits, which is what the client got and what is stored.
-        let mut size = 0usize;
+        // Past `max_message_bytes` (content, and tool input still streaming) the reply is cut
+        // at the last chunk that fits, which is what the client got and what is stored.
+        let mut meter = ReplyMeter::new(self.engine.limits.max_message_bytes);
         while !gone {
             let (events, chunk) = match body.next().await {
                 None => (tap.finish(), None),
@@ -88,8 +87,8 @@ impl Relay<'_> {
                 }
                 Some(Ok(chunk)) => (tap.feed(&chunk), Some(chunk)),
             };
-            let added: usize = events.iter().map(BackendEvent::content_bytes).sum();
-            if let Some(why) = refused(&events, chunk.is_some(), size + added, cap) {
+            let pending = tap.pending_bytes();
+            if let Some(why) = refused(&events, chunk.is_some(), &mut meter, pending) {
                 // Not passed on, nor any of its content stored: the client is told why in the
                 // provider's stream format, and what it got before is stored, as partial.
                 let _ = self
@@ -102,7 +101,6 @@ impl Relay<'_> {
                 self.assembler.push(&BackendEvent::Error(why));
                 return self.save().await;
             }
-            size += added;
             for ev in &events {
                 self.assembler.push(ev);
             }
@@ -170,16 +168,8 @@ impl Relay<'_> {
             Some(e) => vec![BackendEvent::Error(e)],
             None => ReplyTap::whole(self.call.provider, &whole),
         };
-        let mut size = 0usize;
-        if let Some(over) = events.iter().position(|ev| {
-            size += ev.content_bytes();
-            size > cap
-        }) {
-            events.truncate(over);
-            events.push(BackendEvent::Error(BackendError::protocol(format!(
-                "the reply is over max_message_bytes ({cap} bytes): recall stored it up to \
-                 there, as partial"
-            ))));
+        if let Some(over) = ReplyMeter::new(cap).cut(&mut events, 0) {
+            events.push(BackendEvent::Error(over));
         }
         for ev in &events {
             self.assembler.push(ev);
@@ -211,8 +201,14 @@ impl Relay<'_> {
 }
 
 /// Why a streamed chunk is not passed on: the tap could not read it (a malformed event), or
-/// it takes the reply's content to `size` bytes, past `cap`.
-fn refused(events: &[BackendEvent], read: bool, size: usize, cap: usize) -> Option<BackendError> {
+/// its events, with the tool input still streaming (`pending`), take the reply past the
+/// meter's cap.
+fn refused(
+    events: &[BackendEvent],
+    read: bool,
+    meter: &mut ReplyMeter,
+    pending: usize,
+) -> Option<BackendError> {
     let malformed = read
         .then(|| {
             events.iter().find_map(|e| match e {
@@ -221,15 +217,15 @@ fn refused(events: &[BackendEvent], read: bool, size: usize, cap: usize) -> Opti
             })
         })
         .flatten();
-    match malformed {
-        Some(e) => Some(BackendError::protocol(format!(
+    if let Some(e) = malformed {
+        return Some(BackendError::protocol(format!(
             "the provider's stream could not be read ({e}): recall stored the reply up to \
              there, as partial, and stopped passing it on"
-        ))),
-        None if size > cap => Some(BackendError::protocol(format!(
-            "the reply is over max_message_bytes ({cap} bytes): recall stored it up to there, \
-             as partial, and stopped reading it"
-        ))),
-        None => None,
+        )));
     }
+    events
+        .iter()
+        .try_for_each(|e| meter.admit(e, pending))
+        .and_then(|()| meter.holds(pending))
+        .err()
 }

@@ -433,6 +433,13 @@ async fn summarise(
         model: opts.model.clone(),
         // The frame's share stays free, so an answer of this length still fits.
         max_tokens: u32::try_from(target_tokens(summary_tokens)).unwrap_or(u32::MAX),
+        // A provider that ignores max_tokens is cut off long before a summary could use it
+        // (no token takes 64 bytes).
+        max_reply_bytes: Some(
+            usize::try_from(target_tokens(summary_tokens))
+                .unwrap_or(usize::MAX)
+                .saturating_mul(64),
+        ),
     };
     let mut assembler = Assembler::new();
     match backend.stream(request, cancel).await {

@@ -188,6 +188,10 @@ impl SseDecoder for AnthropicDecoder {
             "the connection closed before the message was complete (no message_stop)",
         )));
     }
+
+    fn pending_bytes(&self) -> usize {
+        self.stream.pending_bytes()
+    }
 }
 
 #[cfg(test)]

@@ -45,9 +45,16 @@ pub(crate) struct MessageStream {
     pub emitted_tools: HashSet<String>,
     secret: Option<String>,
     key_env: String,
+    /// Bytes of tool input received for blocks not yet stopped.
+    pending: usize,
 }
 
 impl MessageStream {
+    /// Bytes held for tool calls whose input is still streaming.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.pending
+    }
+
     /// A fresh state; `secret` is redacted from error messages, `key_env` names the key in an
     /// authentication error.
     pub(crate) fn new(secret: Option<String>, key_env: &str) -> Self {
@@ -72,6 +79,7 @@ impl MessageStream {
         match ev {
             StreamEvent::MessageStart { message } => {
                 self.blocks.clear();
+                self.pending = 0;
                 self.message_id = message.id;
                 if let Some(u) = message.usage {
                     let u = Usage::from(u);
@@ -134,6 +142,7 @@ impl MessageStream {
                 Delta::InputJsonDelta { partial_json } => {
                     if let Some(OpenBlock::ToolUse { json, .. }) = self.blocks.get_mut(&index) {
                         json.push_str(&partial_json);
+                        self.pending += partial_json.len();
                     }
                 }
                 Delta::Other => {}
@@ -146,6 +155,7 @@ impl MessageStream {
                     initial,
                 }) = self.blocks.remove(&index)
                 {
+                    self.pending = self.pending.saturating_sub(json.len());
                     let input = parse_tool_input(&json, initial);
                     if self.emitted_tools.insert(id.clone()) {
                         out.push(BackendEvent::ToolUse { id, name, input });

@@ -265,6 +265,7 @@ impl Backend for ClaudeCliBackend {
             exit_grace: cfg.exit_grace,
             secret,
             tail,
+            meter: req.max_reply_bytes.map(crate::ReplyMeter::new),
         };
         tokio::spawn(async move {
             run.run(stderr_task).await;
@@ -298,6 +299,8 @@ struct Run<R> {
     exit_grace: Duration,
     secret: Option<String>,
     tail: StderrTail,
+    /// The reply's cap ([`crate::ReplyMeter`]).
+    meter: Option<crate::ReplyMeter>,
 }
 
 /// The result of reading one line.
@@ -382,10 +385,15 @@ impl<R: AsyncBufRead + Unpin> Run<R> {
                 }
                 Ok(LineRead::Line) => {
                     let terminal = self.parser.line(&line, &mut out);
+                    let pending = self.parser.pending_bytes();
+                    let over = self.meter.as_mut().and_then(|m| m.cut(&mut out, pending));
                     for ev in out.drain(..) {
                         if !self.em.send(ev).await {
                             return Outcome::Dropped;
                         }
+                    }
+                    if let Some(e) = over {
+                        return Outcome::Fail(e);
                     }
                     if let Some(ev) = terminal {
                         return Outcome::Result(ev);

@@ -49,6 +49,11 @@ impl CliParser {
 
     /// Handles one stdout line, pushing its events to `out`. Returns the terminal event when
     /// the line was the `result` line.
+    /// Bytes held for tool calls whose input is still streaming.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.stream.pending_bytes()
+    }
+
     pub(crate) fn line(
         &mut self,
         line: &[u8],
