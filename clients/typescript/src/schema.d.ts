@@ -609,6 +609,11 @@ export interface components {
              */
             policy: components["schemas"]["AppliedPolicy"];
             prompt: string | Record<string, never>;
+            /**
+             * @description The summary and recalled sections, as placed in `prompt`, as data (a client maps these
+             *     instead of reading them out of the prompt).
+             */
+            sections: components["schemas"]["Sections"];
             /** @description Selection stats (docs/FORMATS.md §4.5). */
             stats: components["schemas"]["Stats"];
             window?: null | components["schemas"]["WindowView"];
@@ -876,6 +881,13 @@ export interface components {
             /** Format: int64 */
             seq: number;
         };
+        /** @description The recalled section of a context. */
+        RecalledSectionView: {
+            /** @description The messages it holds, oldest first (as `stats.recalled.messages` lists them). */
+            messages: components["schemas"]["RecalledRef"][];
+            /** @description The section as placed (`<recalled_messages>` … `</recalled_messages>`). */
+            text: string;
+        };
         /**
          * @description `POST …/retry`: regenerate the reply at `seq` on a fork made just before it, or answer the
          *     unanswered user message at `seq` in place.
@@ -901,6 +913,14 @@ export interface components {
             /** @description Best matches first. */
             data: components["schemas"]["SearchHitView"][];
         };
+        /**
+         * @description The sections recall wrote into a context (`sections` of a context answer), exactly as
+         *     the prompt holds them; each `null` when the context has none.
+         */
+        Sections: {
+            recalled?: null | components["schemas"]["RecalledSectionView"];
+            summary?: null | components["schemas"]["SummarySectionView"];
+        };
         /** @description What a selection reports (docs/FORMATS.md §4.5). Field order is the JSON order. */
         Stats: {
             /** Format: int64 */
@@ -916,6 +936,18 @@ export interface components {
             trimmed: boolean;
             turns: number;
             warnings: string[];
+        };
+        /** @description The summary section of a context. */
+        SummarySectionView: {
+            /**
+             * Format: int64
+             * @description The first and last seq of the messages it stands for.
+             */
+            from_seq: number;
+            /** @description The section as placed (`<conversation_summary>` … `</conversation_summary>`). */
+            text: string;
+            /** Format: int64 */
+            to_seq: number;
         };
         /**
          * @description What a context reports about its summary (`stats.summary`): the range it stands for and
@@ -3173,6 +3205,15 @@ export interface operations {
             };
             /** @description The tenant's rate limit is spent (`Retry-After` says for how long). */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description As many WebSockets are open as the server takes (half of max_connections) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

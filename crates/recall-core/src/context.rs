@@ -202,17 +202,7 @@ impl ContextOutput {
                 .filter(|r| !r.text.is_empty())
                 .map(|r| RecalledSectionView {
                     text: r.text.clone(),
-                    messages: r
-                        .messages
-                        .iter()
-                        .map(|m| RecalledRef {
-                            conversation_id: m.conversation_id.clone(),
-                            seq: m.seq,
-                            role: m.message.role,
-                            score: m.score,
-                            hit: m.hit,
-                        })
-                        .collect(),
+                    messages: r.stats.messages.clone(),
                 }),
         }
     }
@@ -285,24 +275,8 @@ pub struct SummarySectionView {
 pub struct RecalledSectionView {
     /// The section as placed (`<recalled_messages>` … `</recalled_messages>`).
     pub text: String,
-    /// The messages it holds, oldest first.
-    pub messages: Vec<RecalledRef>,
-}
-
-/// One recalled message of a context's section.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
-pub struct RecalledRef {
-    /// The conversation it is from, when recall reached past this one (`recall_scope`
-    /// `tenant`); `null` for this conversation.
-    pub conversation_id: Option<String>,
-    pub seq: i64,
-    pub role: Role,
-    /// The score of the hit that brought it, as the choice ranked it.
-    pub score: f64,
-    /// True for a hit, false for a neighbour or a tool pair's other half.
-    pub hit: bool,
+    /// The messages it holds, oldest first (as `stats.recalled.messages` lists them).
+    pub messages: Vec<crate::recall::RecalledRef>,
 }
 
 /// Why a context could not be built.

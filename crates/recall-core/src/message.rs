@@ -13,8 +13,6 @@ use serde_json::{Map, Value};
 /// Who said a message. OpenAI's `developer` becomes [`Role::System`]; a run of OpenAI `tool`
 /// messages becomes one [`Role::User`] message of `tool_result` blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,

@@ -236,6 +236,21 @@ class RecalledRef(BaseModel):
     seq: int
 
 
+class RecalledSectionView(BaseModel):
+    """
+    The recalled section of a context.
+    """
+
+    messages: list[RecalledRef]
+    """
+    The messages it holds, oldest first (as `stats.recalled.messages` lists them).
+    """
+    text: str
+    """
+    The section as placed (`<recalled_messages>` … `</recalled_messages>`).
+    """
+
+
 class SearchHitView(BaseModel):
     """
     One message found by full-text search.
@@ -255,6 +270,22 @@ class SearchResults(BaseModel):
     """
     Best matches first.
     """
+
+
+class SummarySectionView(BaseModel):
+    """
+    The summary section of a context.
+    """
+
+    from_seq: int
+    """
+    The first and last seq of the messages it stands for.
+    """
+    text: str
+    """
+    The section as placed (`<conversation_summary>` … `</conversation_summary>`).
+    """
+    to_seq: int
 
 
 class SummaryStats(BaseModel):
@@ -576,6 +607,16 @@ class RecallStats(BaseModel):
     """
 
 
+class Sections(BaseModel):
+    """
+    The sections recall wrote into a context (`sections` of a context answer), exactly as
+    the prompt holds them; each `null` when the context has none.
+    """
+
+    recalled: RecalledSectionView | None = None
+    summary: SummarySectionView | None = None
+
+
 class Stats(BaseModel):
     """
     What a selection reports (docs/FORMATS.md §4.5). Field order is the JSON order.
@@ -685,6 +726,11 @@ class ContextResponse(BaseModel):
     then the request's (so `max_tokens` is the budget the stats count against).
     """
     prompt: str | dict[str, Any]
+    sections: Sections
+    """
+    The summary and recalled sections, as placed in `prompt`, as data (a client maps these
+    instead of reading them out of the prompt).
+    """
     stats: Stats
     """
     Selection stats (docs/FORMATS.md §4.5).
