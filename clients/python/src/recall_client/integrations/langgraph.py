@@ -12,13 +12,25 @@ it exactly, and LangGraph ships SQLite and PostgreSQL ones; what LangGraph's use
 memory system for is memory *across* threads, searched by meaning: that is the ``BaseStore``
 interface (LangGraph's own docs, LangMem and Mem0's integration all put long-term memory there).
 
-How it is kept: a namespace is a recall conversation (its ``metadata`` holds
-``langgraph_namespace``); every ``put`` appends a message holding the item (its value in the
-message's ``metadata``, its text as the content, so recall's search finds it); the newest
-message of a key is its value. A ``delete`` appends a tombstone and redacts the key's earlier
-messages (their content erased for good). So an update keeps the earlier versions in the
-conversation's history, and two processes writing the same namespace lose nothing: each
-append is durable and ordered by recall.
+How it is kept: a namespace is a *named* recall conversation (its key is
+:func:`namespace_key`, its ``metadata`` holds ``langgraph_namespace``), so processes writing
+a new namespace at once all open the same one; every ``put`` appends a message holding the
+item (its value in the message's ``metadata``, its text as the content, so recall's search
+finds it); the newest message of a key is its value. So an update keeps the earlier versions
+in the conversation's history, and two processes writing the same namespace lose nothing:
+each append is durable and ordered by recall.
+
+A ``delete`` appends a tombstone, then redacts every stored message holding a version of the
+key (and no other): recall removes their content and metadata, so no ``get`` or ``search``
+returns the value and no context carries it. The database's files may keep the removed bytes
+until it is compacted (the ``recall redact`` command does it, and so does a redaction with
+``compact``): ``RecallStore(compact=True)`` has each delete compact at once, which rewrites
+the whole database file (slow on a large one).
+
+Namespaces written by older versions of this store are conversations found by their
+metadata alone, sometimes several for one namespace (concurrent first writes made one each):
+all of them are read, a key's newest version across them is its value, and new writes go to
+the named conversation.
 
 ``search`` with a ``query`` ranks the current items of each namespace under the prefix with
 recall's own ranking (the one that brings earlier messages into a context: lexical, or
@@ -29,8 +41,10 @@ or ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``). TTLs are not support
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,6 +67,30 @@ from .._sync_client import Recall
 
 NAMESPACE_KEY = "langgraph_namespace"
 ITEM_KEY = "langgraph_item"
+KEY_PREFIX = "langgraph:"
+MAX_KEY_BYTES = 256  # the server's limit on a conversation key
+
+
+def namespace_key(namespace: tuple[str, ...]) -> str:
+    """The key of the named conversation that holds ``namespace``: ``langgraph:`` and the
+    namespace as a compact JSON array (``langgraph:["memories","u1"]``), or ``langgraph:sha256:``
+    and that array's SHA-256 when it is too long for a key (256 bytes) or holds a control
+    character. Stored data depends on it: it must never change."""
+    encoded = json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
+    key = KEY_PREFIX + encoded
+    if len(key.encode()) > MAX_KEY_BYTES or any(unicodedata.category(ch) == "Cc" for ch in key):
+        # A JSON array starts with "[": a hashed key is never another namespace's plain one.
+        key = KEY_PREFIX + "sha256:" + hashlib.sha256(encoded.encode()).hexdigest()
+    return key
+
+
+@dataclass(frozen=True)
+class _At:
+    """Where a message is stored, and when it was appended."""
+
+    conversation_id: str
+    seq: int
+    when: datetime
 
 
 @dataclass
@@ -60,16 +98,31 @@ class _Version:
     value: dict[str, Any] | None  # None: deleted
     created_at: datetime
     updated_at: datetime
-    conversation_id: str
-    seq: int
-    seqs: list[int] = field(default_factory=list)  # every stored version of the key
+    at: _At  # the message holding this version (or the tombstone)
 
 
 @dataclass
 class _Namespace:
-    conversations: list[str]
+    conversations: list[tuple[datetime, str]]  # (created, id), oldest first
+    target: str | None = None  # the named conversation, once this store has opened it
     synced: dict[str, int] = field(default_factory=dict)  # conversation id -> last seq read
     items: dict[str, _Version] = field(default_factory=dict)
+    tombstones: dict[str, _At] = field(default_factory=dict)  # key -> its newest delete
+    # Every message read holding a value of the key, not redacted when read: what a delete
+    # redacts. Positions, not bare seqs: an older version's namespace spans conversations.
+    stored: dict[str, list[_At]] = field(default_factory=dict)
+
+    def add(self, created: datetime, cid: str) -> None:
+        if all(have != cid for _, have in self.conversations):
+            self.conversations = sorted([*self.conversations, (created, cid)])
+
+    def before(self, a: _At, b: _At) -> bool:
+        """Whether ``a`` was appended before ``b``: by seq in one conversation; across the
+        conversations of an older version's namespace, by time (then by conversation age)."""
+        if a.conversation_id == b.conversation_id:
+            return a.seq < b.seq
+        rank = {cid: i for i, (_, cid) in enumerate(self.conversations)}
+        return (a.when, rank.get(a.conversation_id, -1)) < (b.when, rank.get(b.conversation_id, -1))
 
 
 class RecallStore(BaseStore):
@@ -80,13 +133,18 @@ class RecallStore(BaseStore):
             operations in a worker thread).
         recall_tokens: how much text one ``search`` with a query may rank and return per
             namespace (recall's recall budget, in tokens).
+        compact: whether each ``delete`` also has the server compact its database at once,
+            so that its files' bytes no longer hold the deleted value (a rewrite of the whole
+            file: slow on a large database). Without it the value is gone from every read,
+            search and context at once, and from the files at the server's next compaction.
     """
 
     supports_ttl = False
 
-    def __init__(self, client: Recall | None = None, *, recall_tokens: int = 4000) -> None:
+    def __init__(self, client: Recall | None = None, *, recall_tokens: int = 4000, compact: bool = False) -> None:
         self.client = client or Recall()
         self.recall_tokens = recall_tokens
+        self.compact = compact
         self._lock = threading.RLock()
         self._namespaces: dict[tuple[str, ...], _Namespace] = {}
         self._listed = False
@@ -105,7 +163,7 @@ class RecallStore(BaseStore):
 
     def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):
-            ns = self._namespace(op.namespace, create=False)
+            ns = self._namespace(tuple(op.namespace))
             if ns is None:
                 return None
             v = self._sync(ns).items.get(op.key)
@@ -124,25 +182,39 @@ class RecallStore(BaseStore):
             from langgraph.store.base import InvalidNamespaceError
 
             raise InvalidNamespaceError(f"invalid namespace {op.namespace!r}: non-empty strings without '.'")
-        ns = self._namespace(op.namespace, create=op.value is not None)
+        path = tuple(op.namespace)
+        if op.value is not None:
+            ns, target = self._writable(path)
+            value = dict(op.value)
+            message = {"role": "user", "content": _text(value, op.index), "metadata": {ITEM_KEY: {"key": op.key, "value": value}}}
+            self.client.append_message(target, message)
+            self._sync(ns)
+            return
+        ns = self._namespace(path)
         if ns is None:
             return  # deleting from a namespace that does not exist
         self._sync(ns)
-        cid = ns.conversations[0]
-        if op.value is None:
-            old = ns.items.get(op.key)
-            if old is None or old.value is None:
-                return
+        current = ns.items.get(op.key)
+        if current is not None and current.value is not None:
             message = {"role": "user", "content": [{"type": "langgraph_delete", "key": op.key}], "metadata": {ITEM_KEY: {"key": op.key, "deleted": True}}}
-            self.client.append_message(cid, message)
-            # Deleted means gone: every stored version's content is erased.
-            for conv, seq in [(old.conversation_id, s) for s in old.seqs]:
-                self.client.redact(conv, seq)
-        else:
-            value = dict(op.value)
-            message = {"role": "user", "content": _text(value, op.index), "metadata": {ITEM_KEY: {"key": op.key, "value": value}}}
-            self.client.append_message(cid, message)
-        self._sync(ns)
+            self.client.append_message(self._open(path, ns), message)
+            # Read past the tombstone: a version another process appended just before it is
+            # deleted too.
+            self._sync(ns)
+        # Already deleted, this still redacts what an interrupted delete may have left.
+        self._redact(ns, op.key)
+
+    def _redact(self, ns: _Namespace, key: str) -> None:
+        """Redacts every stored version of ``key`` older than its newest tombstone: each is
+        where it was read (conversation and seq), so no other key's message is touched."""
+        tomb = ns.tombstones.get(key)
+        if tomb is None:
+            return
+        doomed = [at for at in ns.stored.get(key, []) if ns.before(at, tomb)]
+        for i, at in enumerate(doomed):
+            # One compaction, after the last: it rewrites the whole database file.
+            self.client.redact(at.conversation_id, at.seq, compact=True if self.compact and i == len(doomed) - 1 else None)
+        ns.stored[key] = [at for at in ns.stored.get(key, []) if at not in doomed]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         spaces = [(p, self._sync(ns)) for p, ns in self._all_namespaces().items() if p[: len(op.namespace_prefix)] == tuple(op.namespace_prefix)]
@@ -152,8 +224,8 @@ class RecallStore(BaseStore):
             # every stored message: the query as the context's current message, so that no
             # stored message is in the window.
             for path, ns in spaces:
-                current = {(v.conversation_id, v.seq): (k, v) for k, v in ns.items.items() if v.value is not None}
-                for cid in ns.conversations:
+                current = {(v.at.conversation_id, v.at.seq): (k, v) for k, v in ns.items.items() if v.value is not None}
+                for _, cid in ns.conversations:
                     ctx = self.client.context(cid, format="transcript", current=op.query, max_turns=1, max_tokens=self.recall_tokens + 1000, recall_tokens=self.recall_tokens)
                     for r in ctx.stats.recalled.messages if ctx.stats.recalled else []:
                         hit = current.get((cid, r.seq))
@@ -184,51 +256,73 @@ class RecallStore(BaseStore):
 
     def _refresh(self) -> None:
         """Reads which conversations hold namespaces (another process may have made one)."""
-        found: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+        found: dict[tuple[str, ...], list[tuple[datetime, str]]] = {}
         for c in self.client.iter_conversations():
             ns = (c.metadata or {}).get(NAMESPACE_KEY)
             if isinstance(ns, list):
-                found.setdefault(tuple(ns), []).append((c.created_at, c.id))
+                found.setdefault(tuple(ns), []).append((_time(c.created_at), c.id))
         for path, convs in found.items():
-            ids = [cid for _, cid in sorted(convs)]  # the oldest first: the one written to
             have = self._namespaces.get(path)
             if have is None:
-                self._namespaces[path] = _Namespace(ids)
+                self._namespaces[path] = _Namespace(sorted(convs))
             else:
-                have.conversations = ids
+                have.conversations = sorted(convs)
+                if all(cid != have.target for _, cid in convs):
+                    have.target = None  # deleted: opened again at the next write
         self._listed = True
 
-    def _namespace(self, path: tuple[str, ...], *, create: bool) -> _Namespace | None:
-        path = tuple(path)
+    def _namespace(self, path: tuple[str, ...]) -> _Namespace | None:
+        """The namespace at ``path``, looked for on the server when this store does not know
+        it (None: it does not exist)."""
         if path not in self._namespaces:
             self._refresh()
-        if path not in self._namespaces and create:
-            c = self.client.create_conversation(title="langgraph: " + "/".join(path), metadata={NAMESPACE_KEY: list(path)})
-            self._namespaces[path] = _Namespace([c.id])
         return self._namespaces.get(path)
+
+    def _writable(self, path: tuple[str, ...]) -> tuple[_Namespace, str]:
+        """The namespace at ``path`` and the conversation its writes go to (made if new)."""
+        ns = self._namespace(path) or _Namespace([])
+        target = self._open(path, ns)
+        return self._namespaces.setdefault(path, ns), target
+
+    def _open(self, path: tuple[str, ...], ns: _Namespace) -> str:
+        """The conversation ``ns`` is written to: the one named :func:`namespace_key`, made by
+        the first writer; the server answers every other, at once or later, with the same
+        (an older version's namespace gets it too, next to the conversations it had)."""
+        if ns.target is None:
+            c = self.client.create_conversation(key=namespace_key(path), title="langgraph: " + "/".join(path), metadata={NAMESPACE_KEY: list(path)})
+            ns.add(_time(c.created_at), c.id)
+            ns.target = c.id
+        return ns.target
 
     def _sync(self, ns: _Namespace) -> _Namespace:
         """Reads the namespace's messages it has not read yet."""
-        for cid in ns.conversations:
+        for _, cid in ns.conversations:
             after = ns.synced.get(cid, 0)
             for msg in self.client.iter_messages(cid, after=after):
                 after = msg.seq
                 meta = (msg.message.get("metadata") or {}).get(ITEM_KEY)
-                if not isinstance(meta, dict) or "key" not in meta:
+                if msg.status == "redacted" or not isinstance(meta, dict) or not isinstance(meta.get("key"), str):
                     continue
                 key = meta["key"]
-                when = datetime.fromisoformat(msg.created_at.replace("Z", "+00:00"))
-                old = ns.items.get(key)
-                seqs = (old.seqs if old else []) + [msg.seq]
+                at = _At(cid, msg.seq, _time(msg.created_at))
+                cur = ns.items.get(key)
+                newest = cur is None or ns.before(cur.at, at)
                 if meta.get("deleted"):
-                    ns.items[key] = _Version(None, when, when, cid, msg.seq, [])
+                    if key not in ns.tombstones or ns.before(ns.tombstones[key], at):
+                        ns.tombstones[key] = at
+                    if newest:
+                        ns.items[key] = _Version(None, at.when, at.when, at)
                     continue
-                if msg.status == "redacted":
-                    continue
-                created = old.created_at if old is not None and old.value is not None else when
-                ns.items[key] = _Version(meta.get("value", {}), created, when, cid, msg.seq, seqs)
+                ns.stored.setdefault(key, []).append(at)
+                if newest:
+                    created = cur.created_at if cur is not None and cur.value is not None else at.when
+                    ns.items[key] = _Version(meta.get("value", {}), created, at.when, at)
             ns.synced[cid] = after
         return ns
+
+
+def _time(rfc3339: str) -> datetime:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
 
 
 def _item(path: tuple[str, ...], key: str, v: _Version, score: float | None = None) -> SearchItem:
