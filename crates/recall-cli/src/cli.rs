@@ -772,4 +772,8 @@ pub struct CompactArgs {
 pub struct McpArgs {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Largest context prompt `get_context` (and `retry_turn`) builds, in bytes; a larger one
+    /// is a tool error naming the limit.
+    #[arg(long, value_name = "BYTES", default_value_t = recall_engine::DEFAULT_MAX_CONTEXT_BYTES)]
+    pub max_context_bytes: usize,
 }

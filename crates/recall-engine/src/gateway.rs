@@ -50,11 +50,6 @@ pub struct GatewayRequest {
     pub body: Value,
     /// The policy of a conversation the gateway creates.
     pub new_policy: PolicyOverrides,
-    /// The largest context forwarded, as the context route bounds its answers
-    /// ([`Engine::context_within`]): over it the request is refused with
-    /// [`EngineError::ContextTooLarge`] and nothing is forwarded (the new messages stay
-    /// stored, as when the provider fails; the same request again stores nothing twice).
-    pub max_context_bytes: Option<usize>,
 }
 
 /// How the request's history was taken.
@@ -184,7 +179,10 @@ impl Engine {
 
         let req_context = ContextRequest::new(provider.format());
         let context = self
-            .context_of(tenant, &conv, &req_context, req.max_context_bytes)
+            // Over the engine's max_context_bytes the request is refused and nothing is
+            // forwarded (the new messages stay stored, as when the provider fails; the same
+            // request again stores nothing twice).
+            .context_of(tenant, &conv, &req_context, self.limits.max_context_bytes)
             .await?;
         let Prompt::Json(rendered) = context.prompt else {
             return Err(EngineError::Invalid(

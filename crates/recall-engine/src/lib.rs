@@ -68,13 +68,24 @@ pub struct Limits {
     pub max_message_bytes: usize,
     /// Most messages accepted in one append request (imports are not limited).
     pub max_messages_per_append: usize,
+    /// Largest context prompt the engine builds (a text prompt's UTF-8 bytes, a JSON prompt's
+    /// compact serialisation), on every path that builds one: contexts, chat, retry and edit
+    /// turns, compaction, the gateway, MCP. Over it the context is refused with
+    /// [`EngineError::ContextTooLarge`], read no further than the limit needs
+    /// ([`Engine::context_within`]). `None`: no limit (a library's own choice; the server
+    /// and `recall mcp` set one).
+    pub max_context_bytes: Option<usize>,
 }
+
+/// The server's and `recall mcp`'s [`Limits::max_context_bytes`] unless configured: 32 MiB.
+pub const DEFAULT_MAX_CONTEXT_BYTES: usize = 32 << 20;
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_message_bytes: 1 << 20,
             max_messages_per_append: 1000,
+            max_context_bytes: None,
         }
     }
 }
@@ -304,14 +315,15 @@ impl Engine {
     /// Builds the context of a stored conversation: the request's format (else the
     /// conversation's, else `transcript`), that format's defaults, then the conversation's
     /// default policy, then the request's values ([`ContextRequest::resolve`]). Only the
-    /// messages the limits can reach are read. No size limit (see
-    /// [`Engine::context_within`]).
+    /// messages the limits can reach are read. Refused over [`Limits::max_context_bytes`]
+    /// (see [`Engine::context_within`]).
     pub async fn context(
         &self,
         c: ConversationRef<'_>,
         req: &ContextRequest,
     ) -> Result<ContextOutput, EngineError> {
-        self.context_within(c, req, None).await
+        self.context_within(c, req, self.limits.max_context_bytes)
+            .await
     }
 }
 

@@ -358,6 +358,7 @@ async fn oversized_history_is_rejected_and_nothing_stored() {
         Limits {
             max_message_bytes: 1000,
             max_messages_per_append: 3,
+            ..Limits::default()
         },
     )
     .await

@@ -69,8 +69,9 @@ pub struct HttpLimits {
     /// Most bytes of messages in one page of `GET …/messages` (their JSON): the page stops
     /// before the message that would go over, and always holds at least one message.
     pub max_page_bytes: usize,
-    /// Largest context prompt `POST …/context` returns (a text prompt's bytes, a JSON prompt's
-    /// serialisation); a larger one is a 413.
+    /// Largest context prompt the server builds (a text prompt's bytes, a JSON prompt's
+    /// serialisation), for `POST …/context`, chat, retry and edit turns, compaction, the
+    /// gateway and `/mcp`; a larger one is refused (413; an MCP tool error).
     pub max_context_bytes: usize,
 }
 
@@ -86,7 +87,7 @@ impl Default for HttpLimits {
             write_timeout_secs: 30,
             max_connections: 1024,
             max_page_bytes: 8 << 20,
-            max_context_bytes: 32 << 20,
+            max_context_bytes: recall_engine::DEFAULT_MAX_CONTEXT_BYTES,
         }
     }
 }
@@ -151,6 +152,7 @@ impl HttpLimits {
         recall_engine::Limits {
             max_message_bytes: self.max_message_bytes,
             max_messages_per_append: self.max_messages_per_request,
+            max_context_bytes: Some(self.max_context_bytes),
         }
     }
 }

@@ -111,8 +111,6 @@ async fn handle(
                 conversation,
                 body,
                 new_policy: state.inner.upstreams.gateway.policy.clone(),
-                // The limit the context route answers 413 with, applied to what is forwarded.
-                max_context_bytes: Some(state.inner.config.limits.max_context_bytes),
             },
         )
         .await

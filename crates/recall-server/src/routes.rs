@@ -309,12 +309,11 @@ pub async fn context(
         summary: None,
     };
     let started = Instant::now();
-    // A prompt over the limit is refused before it is rendered whole where the policy allows
-    // (see `Engine::context_within`).
-    let limit = state.inner.config.limits.max_context_bytes;
+    // A prompt over the engine's max_context_bytes is refused before it is rendered whole
+    // where the policy allows (see `Engine::context_within`).
     let out = state
         .engine()
-        .context_within(ConversationRef::new(&tenant, &id), &req, Some(limit))
+        .context(ConversationRef::new(&tenant, &id), &req)
         .await?;
     let format = out.format.name();
     state.inner.metrics.context_built(format, started.elapsed());

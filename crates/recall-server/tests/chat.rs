@@ -29,6 +29,7 @@ on_both!(
     chat_routes_are_tenant_scoped,
     a_chat_body_takes_the_context_policy,
     replies_past_max_message_bytes_are_cut_on_every_chat_path,
+    a_chat_context_over_max_context_bytes_is_refused,
 );
 
 async fn chat_server(fake: &FakeServer, db: Backend) -> Option<Server> {
@@ -988,4 +989,45 @@ async fn replies_past_max_message_bytes_are_cut_on_every_chat_path(b: Backend) {
     let bytes = stored[5]["message"].to_string().len();
     assert!(bytes < cap, "{bytes}");
     assert!(!stored[5]["message"].to_string().contains("toolu_big"));
+}
+
+/// Issue 50 item 4: a chat turn builds its context under `max_context_bytes` like the context
+/// route: over it, the turn ends with an error naming the limit and nothing is sent to the
+/// backend (the user message is stored, as when the backend fails).
+async fn a_chat_context_over_max_context_bytes_is_refused(b: Backend) {
+    let fake = FakeServer::scripted(vec![]).await;
+    let Some(s) = chat_server_with(&fake, b, |c| c.limits.max_context_bytes = 20_000).await else {
+        return;
+    };
+    let id = s.new_conversation(&s.key_a, json!({})).await;
+    let msgs: Vec<Value> = (0..10)
+        .map(|i| {
+            json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
+                "content": format!("{i} {}", "words ".repeat(500))})
+        })
+        .collect();
+    let r = s
+        .post(
+            &format!("/v1/conversations/{id}/messages"),
+            &s.key_a,
+            json!({ "messages": msgs }),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.text);
+    let (_, events) = sse_turn(
+        &s,
+        &id,
+        json!({"content": "And now?", "max_tokens": 100_000_000}),
+    )
+    .await;
+    let error = events
+        .iter()
+        .find(|(n, _)| n == "error")
+        .expect("an error event");
+    assert!(
+        error.1.to_string().contains("max_context_bytes"),
+        "{}",
+        error.1
+    );
+    assert!(fake.requests().is_empty(), "nothing sent to the backend");
 }

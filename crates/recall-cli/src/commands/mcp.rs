@@ -12,6 +12,7 @@ use crate::db;
 pub async fn run(a: McpArgs) -> anyhow::Result<ExitCode> {
     let engine = db::open(Limits {
         max_message_bytes: a.store.max_message_bytes,
+        max_context_bytes: Some(a.max_context_bytes),
         ..Limits::default()
     })
     .await?;
