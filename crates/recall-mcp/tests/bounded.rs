@@ -44,7 +44,7 @@ async fn get_context_over_max_context_bytes_is_a_tool_error() {
     let ok = call(
         &mcp,
         "get_context",
-        json!({"conversation_id": id, "max_turns": 1}),
+        json!({"conversation_id": id, "max_turns": 1, "recall_tokens": 0}),
     )
     .await
     .expect("within the limit");
