@@ -333,13 +333,7 @@ async fn websocket_runs_turns_with_the_same_events(b: Backend) {
         .unwrap();
         let mut text = String::new();
         loop {
-            let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
-                .await
-                .expect("frame in time")
-                .expect("open")
-                .unwrap();
-            let Message::Text(t) = msg else { continue };
-            let f: Value = serde_json::from_str(t.as_str()).unwrap();
+            let f = next_json(&mut ws).await;
             assert_eq!(f["request_id"], rid.as_str(), "{f}");
             match f["type"].as_str().unwrap() {
                 "assistant_chunk" => text.push_str(f["delta"].as_str().unwrap()),
@@ -951,13 +945,7 @@ async fn replies_past_max_message_bytes_are_cut_on_every_chat_path(b: Backend) {
     let mut text = String::new();
     let mut said = String::new();
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
-            .await
-            .expect("frame in time")
-            .expect("open")
-            .unwrap();
-        let Message::Text(t) = msg else { continue };
-        let f: Value = serde_json::from_str(t.as_str()).unwrap();
+        let f = next_json(&mut ws).await;
         match f["type"].as_str().unwrap() {
             "assistant_chunk" => text.push_str(f["delta"].as_str().unwrap()),
             "error" => {
@@ -1030,4 +1018,23 @@ async fn a_chat_context_over_max_context_bytes_is_refused(b: Backend) {
         error.1
     );
     assert!(fake.requests().is_empty(), "nothing sent to the backend");
+}
+
+/// The next text frame of a chat WebSocket, as JSON (within 20 s).
+async fn next_json(
+    ws: &mut tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+) -> Value {
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("frame in time")
+            .expect("open")
+            .unwrap();
+        if let Message::Text(t) = msg {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+    }
 }

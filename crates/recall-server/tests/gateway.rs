@@ -1121,18 +1121,13 @@ async fn mirror_mode_forks_where_a_message_was_inserted_or_deleted(backend: comm
     };
     let (id, history) = mirrored(&s, &["q1", "q2", "q3", "q4", "q5", "q6"]).await;
     assert_eq!(stored(&s, &id).await.len(), 12);
-    let texts = |msgs: &[Value]| -> Vec<String> {
-        msgs.iter()
-            .map(|m| {
-                let c = &m["message"]["content"];
-                c.as_str().map_or_else(
-                    || c[0]["text"].as_str().unwrap_or("").to_string(),
-                    str::to_string,
-                )
-            })
-            .collect()
+    // A message's text, from its `content` as a string or its first block.
+    let text = |c: &Value| {
+        c.as_str().map_or_else(
+            || c[0]["text"].as_str().unwrap_or("").to_string(),
+            str::to_string,
+        )
     };
-
     // Inserted: an exchange after the second one (after seq 4).
     let mut inserted = history.clone();
     inserted.splice(
@@ -1142,65 +1137,38 @@ async fn mirror_mode_forks_where_a_message_was_inserted_or_deleted(backend: comm
             json!({"role": "assistant", "content": "an inserted reply"}),
         ],
     );
-    inserted.push(json!({"role": "user", "content": "q7"}));
-    let a = anthropic(
-        &s,
-        Some(&id),
-        json!({"model": "m", "max_tokens": 5, "messages": inserted.clone()}),
-    )
-    .await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    assert_eq!(a.mode.as_deref(), Some("fork"));
-    // Upstream got the client's 15 messages, no fewer.
-    assert_eq!(a.json()["content"][0]["text"], "ok 15", "{}", a.body);
-    let fork = stored(&s, a.conversation.as_deref().unwrap()).await;
-    let sent: Vec<String> = inserted
-        .iter()
-        .map(|m| {
-            m["content"].as_str().map_or_else(
-                || m["content"][0]["text"].as_str().unwrap().to_string(),
-                str::to_string,
-            )
-        })
-        .collect();
-    assert_eq!(
-        texts(&fork)[..15],
-        sent[..],
-        "the fork is the client's history"
-    );
-    assert_eq!(fork.len(), 16);
-    assert_eq!(stored(&s, &id).await.len(), 12, "the original is unchanged");
-
     // Deleted: the third exchange (seqs 5 and 6).
     let mut deleted = history.clone();
     deleted.drain(4..6);
-    deleted.push(json!({"role": "user", "content": "q7"}));
-    let a = anthropic(
-        &s,
-        Some(&id),
-        json!({"model": "m", "max_tokens": 5, "messages": deleted.clone()}),
-    )
-    .await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    assert_eq!(a.mode.as_deref(), Some("fork"));
-    // Upstream got the client's 11 messages, none twice.
-    assert_eq!(a.json()["content"][0]["text"], "ok 11", "{}", a.body);
-    let fork = stored(&s, a.conversation.as_deref().unwrap()).await;
-    let sent: Vec<String> = deleted
-        .iter()
-        .map(|m| {
-            m["content"].as_str().map_or_else(
-                || m["content"][0]["text"].as_str().unwrap().to_string(),
-                str::to_string,
-            )
-        })
-        .collect();
-    assert_eq!(
-        texts(&fork)[..11],
-        sent[..],
-        "the fork is the client's history"
-    );
-    assert_eq!(fork.len(), 12);
+    for mut sent in [inserted, deleted] {
+        sent.push(json!({"role": "user", "content": "q7"}));
+        let a = anthropic(
+            &s,
+            Some(&id),
+            json!({"model": "m", "max_tokens": 5, "messages": sent.clone()}),
+        )
+        .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.mode.as_deref(), Some("fork"));
+        // Upstream got the client's messages, none dropped and none twice.
+        let n = sent.len();
+        assert_eq!(
+            a.json()["content"][0]["text"],
+            format!("ok {n}"),
+            "{}",
+            a.body
+        );
+        // The fork is the client's history, then the reply.
+        let fork = stored(&s, a.conversation.as_deref().unwrap()).await;
+        let forked: Vec<String> = fork
+            .iter()
+            .map(|m| text(&m["message"]["content"]))
+            .collect();
+        let client: Vec<String> = sent.iter().map(|m| text(&m["content"])).collect();
+        assert_eq!(forked[..n], client[..]);
+        assert_eq!(fork.len(), n + 1);
+        assert_eq!(stored(&s, &id).await.len(), 12, "the original is unchanged");
+    }
 }
 
 on_both!(
