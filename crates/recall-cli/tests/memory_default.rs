@@ -7,6 +7,7 @@
 //! - `recall import`, then `recall serve`: with no append, the server embeds the history in
 //!   the background and its contexts say `complete: true` within a minute; `/metrics` shows
 //!   nothing left behind.
+//! - `recall import`, then `recall mcp`: the same, through `get_context` over stdio.
 //! - `recall index` embeds a conversation to completion; `conversations show` says how far.
 //!
 //! Outside CI a missing model skips these tests with a note; in CI (`CI=true`) they fail.
@@ -324,4 +325,95 @@ async fn import_then_serve_embeds_the_history_on_postgres() {
     };
     let dir = tempfile::tempdir().unwrap();
     import_then_serve(&pg.url, dir.path()).await;
+}
+
+/// Imports with the CLI, then serves MCP on stdio: the history is embedded within a minute
+/// with no append and no call (the MCP server catches up at start as `recall serve` does),
+/// and `get_context` says `complete: true`.
+#[test]
+fn import_then_mcp_embeds_the_history() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cache) = cache_with_model(dir.path()) else {
+        return;
+    };
+    let db = dir.path().join("r.db").display().to_string();
+    let id = imported(&db, &cache, dir.path(), 80);
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_recall"))
+        .args(["mcp", "--db", &db])
+        .env_remove("RECALL_DB")
+        .env("XDG_CACHE_HOME", &cache)
+        .env_remove("RECALL_EMBED")
+        .env_remove("RECALL_EMBED_MODEL")
+        .env_remove("RECALL_EMBED_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let mut answer = |want: u64| -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "recall mcp ended");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == want {
+                return v;
+            }
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "memory_default", "version": "0"}}}),
+    );
+    answer(0);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // Embedded with no call at all (a context would mark its conversation behind itself):
+    // another process reading the same file sees it done within a minute.
+    let started = Instant::now();
+    loop {
+        let shown = stdout_of(recall(&db, &cache).args(["conversations", "show", &id]));
+        if shown.contains("vectors:   every message embedded") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "not embedded after a minute with no call: {shown}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let mut n = 1;
+    let stats = loop {
+        send(
+            json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+            "name": "get_context", "arguments": {"conversation_id": id, "max_tokens": 1200,
+            "query": "What is my pet called?"}}}),
+        );
+        let res = answer(n);
+        n += 1;
+        let text = res["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        let ctx: Value = serde_json::from_str(text).unwrap_or_else(|_| panic!("{res}"));
+        let stats = ctx["stats"].clone();
+        assert!(
+            stats["recalled"].is_object(),
+            "recall is on by default: {stats}"
+        );
+        if stats["recalled"]["complete"] == true {
+            break stats;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "still incomplete after a minute: {stats}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(stats["recalled"]["ranking"], "hybrid", "{stats}");
+    drop(stdin);
+    let _ = child.wait();
 }

@@ -296,8 +296,8 @@ pub async fn serve(
 
 /// Every conversation of the store with messages not embedded yet goes to the background
 /// catch-up (stored by an import, by another server, before the embedder was on): in a task
-/// of its own, so the server answers at once.
-fn catch_up_at_start(engine: &Engine) {
+/// of its own, so the server answers at once. `recall serve` and `recall mcp` both run it.
+pub fn catch_up_at_start(engine: &Engine) {
     if engine.embedder().is_none() {
         return;
     }

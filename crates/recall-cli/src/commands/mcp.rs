@@ -16,6 +16,9 @@ pub async fn run(a: McpArgs) -> anyhow::Result<ExitCode> {
         ..Limits::default()
     })
     .await?;
+    // What an import or another process stored is embedded while the server runs, as
+    // `recall serve` does, so that contexts become complete without an append.
+    recall_server::catch_up_at_start(&engine);
     // `retry_turn` needs a chat backend: the one `recall chat` would pick, if any (stdout
     // carries the protocol, so a problem is told on stderr).
     let backend = match crate::commands::serve::backends_from_env() {
