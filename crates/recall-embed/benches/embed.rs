@@ -1,4 +1,5 @@
-//! all-MiniLM-L6-v2 in-process: single-text latency and texts per second in batches.
+//! all-MiniLM-L6-v2 in-process: single-text latency (on the global pool, and as a query, on
+//! the one-thread pool) and texts per second in batches.
 //! Needs the model (`bash scripts/models.sh fetch`, or RECALL_EMBED_MODEL=DIR).
 //!
 //! cargo bench -p recall-embed --bench embed
@@ -41,6 +42,18 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.bench_function("single_text", |b| {
         b.iter(|| model.embed_blocking(&[one]).unwrap())
+    });
+    // The same text as recall embeds a question: `Embedder::embed` on a runtime, which runs
+    // it on its one-thread pool.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    g.bench_function("query", |b| {
+        b.iter(|| {
+            rt.block_on(recall_embed::Embedder::embed(&model, &[one]))
+                .unwrap()
+        })
     });
     let all = texts(64);
     let refs: Vec<&str> = all.iter().map(String::as_str).collect();

@@ -255,6 +255,24 @@ impl Inner {
     }
 }
 
+/// Texts up to which an [`Embedder::embed`] call runs on [`query_pool`].
+const QUERY_TEXTS: usize = 8;
+
+/// The one-thread pool queries are embedded on (`None` when it cannot be made: then the
+/// global pool).
+fn query_pool() -> Option<&'static rayon::ThreadPool> {
+    static QUERY: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    QUERY
+        .get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "recall-embed-query".into())
+                .build()
+                .ok()
+        })
+        .as_ref()
+}
+
 #[async_trait::async_trait]
 impl Embedder for MiniLm {
     fn model(&self) -> &str {
@@ -291,16 +309,25 @@ impl Embedder for MiniLm {
             .map_err(|e| self.inner.fail(format!("the embedding task failed: {e}")))?
     }
 
+    /// A query (a few texts) runs on one thread of its own: candle would spread its small
+    /// matrix products over every core, and on two cores that made a question's embedding
+    /// slower, not faster, while the context's store work needs the other core
+    /// (docs/BENCHMARKS.md, "One thread for the query"). Larger batches (`recall embed`) use
+    /// the whole pool.
     async fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return self.inner.embed(texts);
         }
+        let one_thread = texts.len() <= QUERY_TEXTS;
         // CPU work for milliseconds to seconds: on the blocking pool, not an async worker.
         let inner = self.inner.clone();
         let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
         tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
-            inner.embed(&refs)
+            match query_pool().filter(|_| one_thread) {
+                Some(pool) => pool.install(|| inner.embed(&refs)),
+                None => inner.embed(&refs),
+            }
         })
         .await
         .map_err(|e| self.inner.fail(format!("the embedding task failed: {e}")))?
