@@ -384,20 +384,26 @@ fn linger(io: TcpStream, place: OwnedSemaphorePermit, timeout: Duration) {
     };
     runtime.spawn(async move {
         let deadline = Instant::now() + timeout;
+        // Most sockets still hold only bytes in flight, acknowledged within a round trip
+        // (microseconds on loopback): look again soon, then less and less often, so that a
+        // closed connection holds its place about as long as its bytes take to arrive.
+        let mut wait = LINGER_FIRST_POLL;
         while unsent(&io) > 0 {
             if Instant::now() >= deadline {
                 let _ = io.set_zero_linger();
                 break;
             }
-            tokio::time::sleep(LINGER_POLL).await;
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(LINGER_MAX_POLL);
         }
         drop(io);
         drop(place);
     });
 }
 
-/// How often a lingering socket is looked at.
-const LINGER_POLL: Duration = Duration::from_millis(100);
+/// The first and the longest wait between two looks at a lingering socket.
+const LINGER_FIRST_POLL: Duration = Duration::from_millis(1);
+const LINGER_MAX_POLL: Duration = Duration::from_millis(100);
 
 /// Bytes in the socket's send queue: written by the server and not yet acknowledged by the
 /// client (Linux's `TIOCOUTQ`); 0 where it cannot be asked.
